@@ -1,0 +1,29 @@
+//! # scalelock
+//!
+//! Locks that keep scaling when many CPUs hammer the same data.
+//!
+//! | lock | use it for |
+//! | --- | --- |
+//! | [`QSpinLock`] | a 4-byte mutex: uncontended cost of a spinlock, FIFO queueing under contention, parks instead of burning a CPU when a waiter or holder is preempted |
+//!
+//! All locks implement the [`lock_api`] 0.5 raw traits, so they come with the
+//! usual `Mutex`/`RwLock` guards. The algorithms are `no_std`; how a waiter
+//! sleeps and wakes is the [`platform::Platform`] trait, implemented for
+//! Linux user space by [`platform::StdPlatform`] (feature `std`, default).
+#![cfg_attr(not(feature = "std"), no_std)]
+#![warn(missing_docs)]
+
+pub mod platform;
+pub mod qnode;
+mod qspinlock;
+mod sync;
+mod wait;
+
+pub use crate::qspinlock::{QSpinLock, QSpinLockGuard, RawQSpinLock};
+
+/// Test support, not part of the API.
+#[doc(hidden)]
+pub mod __test {
+    #[cfg(all(feature = "std", not(loom)))]
+    pub use crate::platform::hog_queue_nodes;
+}

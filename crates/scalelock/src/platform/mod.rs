@@ -1,0 +1,102 @@
+//! The platform layer: how a waiter relaxes, sleeps and is woken, how fences
+//! pair, and where queue nodes live.
+//!
+//! The lock algorithms in this crate are `no_std` and generic over a
+//! [`Platform`]. This is the user-space form of the kernel's paravirt hooks
+//! (`pv_wait`/`pv_kick` in Linux's qspinlock, seed 001): a waiter that has
+//! spun long enough calls [`Platform::wait`] on a 32-bit word, and whoever
+//! changes that word calls [`Platform::wake_one`] or [`Platform::wake_all`].
+//!
+//! Three implementations ship:
+//! - [`StdPlatform`] (feature `std`, the default): futex parking through
+//!   rustix, `membarrier` asymmetric fences, one queue node per thread.
+//! - [`SpinPlatform`] (always available): pure spinning, no queue nodes. It is
+//!   the default when `std` is off and the fallback a bare-metal user starts
+//!   from.
+//! - a loom platform under `cfg(loom)` for the model checks.
+//!
+//! # Plugging in a kernel or hypervisor
+//! Implement [`Platform`] for a zero-sized type and name it as the lock's
+//! second type parameter, e.g. `RawQSpinLock<MyKernel>`:
+//! - `relax`: `cpu_relax()` / `pause`.
+//! - `wait`/`wake_*`: halt the vCPU until kicked (`pv_wait`/`pv_kick`), or
+//!   simply spin and return (waiting is allowed to return spuriously).
+//! - `queue_node`/`node`: per-CPU nodes, one per nesting context (task,
+//!   softirq, hardirq, NMI), indexed `cpu * 4 + ctx + 1` as Linux does. Return
+//!   `None` where no node is free: the lock then waits unqueued and stays
+//!   correct, just not FIFO.
+//! - `light_fence`/`heavy_fence`: both `fence(SeqCst)` unless the kernel has an
+//!   IPI-based barrier; `now_ns`: a TSC read, or 0 if there is no clock
+//!   (batches are then bounded by a poll count alone).
+
+use crate::qnode::{NodeIndex, QNode};
+use crate::sync::atomic::AtomicU32;
+
+mod spin;
+pub use self::spin::SpinPlatform;
+
+#[cfg(all(feature = "std", not(loom)))]
+mod std_impl;
+#[cfg(all(feature = "std", not(loom)))]
+pub use self::std_impl::StdPlatform;
+#[cfg(all(feature = "std", not(loom)))]
+pub use self::std_impl::asymmetric_fences_active;
+#[cfg(all(feature = "std", not(loom)))]
+pub use self::std_impl::hog_queue_nodes;
+
+#[cfg(loom)]
+mod loom_impl;
+#[cfg(loom)]
+pub use self::loom_impl::LoomPlatform;
+
+/// The platform the lock aliases (`QSpinLock<T>`, ...) use.
+#[cfg(all(feature = "std", not(loom)))]
+pub type DefaultPlatform = StdPlatform;
+/// The platform the lock aliases (`QSpinLock<T>`, ...) use.
+#[cfg(all(not(feature = "std"), not(loom)))]
+pub type DefaultPlatform = SpinPlatform;
+/// The platform the lock aliases (`QSpinLock<T>`, ...) use.
+#[cfg(loom)]
+pub type DefaultPlatform = LoomPlatform;
+
+/// Hooks the lock algorithms need from their environment.
+///
+/// # Safety
+/// Locks rely on these guarantees for mutual exclusion and progress:
+/// - `wait(word, v)` returns if `word != v` when checked atomically against
+///   concurrent `wake_*` calls, or after a `wake_*` on `word` that began after
+///   it went to sleep; it may also return spuriously at any time.
+/// - `light_fence` in one thread and `heavy_fence` in another order their
+///   surrounding accesses as a pair of `fence(SeqCst)` would: for
+///   `store A; light_fence; load B` against `store B; heavy_fence; load A`, at
+///   least one of the loads sees the other thread's store.
+/// - `queue_node` never returns an index that another context is using to wait
+///   at the same time, and `node(i)` always returns the same, never-freed node
+///   for the indices `queue_node` hands out.
+pub unsafe trait Platform: 'static {
+    /// One iteration of a busy-wait loop (`pause` on x86).
+    fn relax();
+    /// Gives up the CPU to another runnable thread, if any.
+    fn yield_now();
+    /// A monotonic clock in nanoseconds, or a constant 0 where none exists.
+    fn now_ns() -> u64;
+    /// Sleeps while `*word == expected` (see the trait's safety contract).
+    fn wait(word: &AtomicU32, expected: u32);
+    /// Wakes at least one thread sleeping in `wait(word, _)`, if any.
+    fn wake_one(word: &AtomicU32);
+    /// Wakes every thread sleeping in `wait(word, _)`.
+    fn wake_all(word: &AtomicU32);
+    /// The cheap side of an asymmetric fence; used on lock fast paths.
+    fn light_fence();
+    /// The expensive side of an asymmetric fence; used before going to sleep
+    /// or by writers that must see every reader.
+    fn heavy_fence();
+    /// The queue node of the calling context, or `None` if it has none.
+    fn queue_node() -> Option<NodeIndex>;
+    /// The node `queue_node` handed out as `index`.
+    fn node(index: NodeIndex) -> &'static QNode;
+    /// The CPU the caller probably runs on (it may migrate at any moment).
+    fn cpu_id() -> usize;
+    /// An upper bound on `cpu_id() + 1` (possible CPUs, not online ones).
+    fn cpu_count() -> usize;
+}

@@ -1,0 +1,90 @@
+//! Asymmetric fences: `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`.
+//!
+//! A lock fast path (`light`) that must be ordered against a rare slow path
+//! (`heavy`) would normally need a full `fence(SeqCst)` (x86 `mfence`, about
+//! as dear as the lock's own RMW). With membarrier the fast path needs only a
+//! compiler fence: the slow path asks the kernel to run a full barrier on
+//! every CPU currently running one of our threads (and a thread that is not
+//! running passes a barrier when it is switched back in). For
+//! `store A; light; load B` against `store B; heavy; load A`: if the barrier
+//! lands in the light thread before its `load B`, that load sees B (which was
+//! globally visible before the IPI); if after, A was visible before membarrier
+//! returned, so the heavy thread's `load A` sees it. This is the
+//! `sys_membarrier` pattern of liburcu and folly's `asymmetricHeavyBarrier`.
+//!
+//! Detected at run time: registration is tried once; where it fails (old
+//! kernel, seccomp, non-Linux) both sides fall back to `fence(SeqCst)`. Under
+//! Miri the model cannot express membarrier, so both sides are real fences.
+//!
+//! The state only moves UNKNOWN -> READY or UNKNOWN -> UNAVAILABLE, and a
+//! thread only uses the compiler-fence form after reading READY, which is
+//! stored after registration succeeded; every heavy fence that can pair with
+//! such a light fence therefore runs after READY and issues the membarrier.
+
+use core::sync::atomic::{AtomicU8, Ordering, compiler_fence, fence};
+
+const UNKNOWN: u8 = 0;
+const READY: u8 = 1;
+const UNAVAILABLE: u8 = 2;
+
+static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+#[cold]
+fn init() -> u8 {
+    let state = if register() { READY } else { UNAVAILABLE };
+    // Racing initialisers all compute the same answer.
+    STATE.store(state, Ordering::Relaxed);
+    state
+}
+
+#[cfg(all(target_os = "linux", not(miri)))]
+fn register() -> bool {
+    use rustix::thread::{MembarrierCommand, MembarrierQuery, membarrier, membarrier_query};
+    let query = membarrier_query();
+    query.contains(MembarrierQuery::PRIVATE_EXPEDITED)
+        && membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
+}
+
+#[cfg(not(all(target_os = "linux", not(miri))))]
+fn register() -> bool {
+    false
+}
+
+#[inline]
+fn state() -> u8 {
+    match STATE.load(Ordering::Relaxed) {
+        UNKNOWN => init(),
+        s => s,
+    }
+}
+
+/// The fast-path side: a compiler fence when membarrier is registered.
+#[inline]
+pub(super) fn light() {
+    if state() == READY {
+        compiler_fence(Ordering::SeqCst);
+    } else {
+        fence(Ordering::SeqCst);
+    }
+}
+
+/// The slow-path side: a process-wide barrier when membarrier is registered.
+#[inline]
+pub(super) fn heavy() {
+    fence(Ordering::SeqCst);
+    #[cfg(all(target_os = "linux", not(miri)))]
+    if state() == READY {
+        use rustix::thread::{MembarrierCommand, membarrier};
+        // Registration succeeded, so this cannot fail with EPERM; should the
+        // kernel still refuse, abort rather than lose the ordering.
+        if membarrier(MembarrierCommand::PrivateExpedited).is_err() {
+            std::process::abort();
+        }
+    }
+}
+
+/// Whether the std platform uses membarrier asymmetric fences (registered on
+/// first use); `false` means both sides are `fence(SeqCst)`.
+pub fn asymmetric_fences_active() -> bool {
+    state() == READY
+}

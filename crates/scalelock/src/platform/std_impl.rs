@@ -1,0 +1,137 @@
+//! `StdPlatform`: futex sleeping (rustix), membarrier fences, one queue node
+//! per thread.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use super::Platform;
+use crate::qnode::{NodeIndex, QNode};
+use crate::sync::atomic::AtomicU32;
+
+#[path = "std_fence.rs"]
+mod fence;
+#[path = "std_nodes.rs"]
+mod nodes;
+
+pub use self::fence::asymmetric_fences_active;
+#[doc(hidden)]
+pub use self::nodes::hog_queue_nodes;
+
+/// The default platform with `std` (see the module docs of `platform`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StdPlatform;
+
+// SAFETY: futex wait/wake have exactly the contract `Platform` asks for
+// (Linux re-checks the word under the futex bucket lock); off Linux, `wait`
+// yields and returns, which is a permitted spurious return. The fence pair is
+// argued in `std_fence.rs`; the node table in `std_nodes.rs`.
+unsafe impl Platform for StdPlatform {
+    #[inline]
+    fn relax() {
+        core::hint::spin_loop();
+    }
+
+    #[inline]
+    fn yield_now() {
+        std::thread::yield_now();
+    }
+
+    #[inline]
+    fn now_ns() -> u64 {
+        static BASE: OnceLock<Instant> = OnceLock::new();
+        let base = BASE.get_or_init(Instant::now);
+        base.elapsed().as_nanos() as u64
+    }
+
+    #[inline]
+    fn wait(word: &AtomicU32, expected: u32) {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::thread::futex;
+            // EAGAIN (value changed) and EINTR are the spurious returns the
+            // contract allows; the caller re-checks its condition.
+            let _ = futex::wait(word, futex::Flags::PRIVATE, expected, None);
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (word, expected);
+            std::thread::yield_now();
+        }
+    }
+
+    #[inline]
+    fn wake_one(word: &AtomicU32) {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::thread::futex;
+            let _ = futex::wake(word, futex::Flags::PRIVATE, 1);
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = word;
+    }
+
+    #[inline]
+    fn wake_all(word: &AtomicU32) {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::thread::futex;
+            let _ = futex::wake(word, futex::Flags::PRIVATE, i32::MAX as u32);
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = word;
+    }
+
+    #[inline]
+    fn light_fence() {
+        fence::light();
+    }
+
+    #[inline]
+    fn heavy_fence() {
+        fence::heavy();
+    }
+
+    #[inline]
+    fn queue_node() -> Option<NodeIndex> {
+        nodes::current()
+    }
+
+    #[inline]
+    fn node(index: NodeIndex) -> &'static QNode {
+        nodes::get(index)
+    }
+
+    #[inline]
+    fn cpu_id() -> usize {
+        #[cfg(target_os = "linux")]
+        {
+            rustix::thread::sched_getcpu()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            0
+        }
+    }
+
+    fn cpu_count() -> usize {
+        static COUNT: OnceLock<usize> = OnceLock::new();
+        *COUNT.get_or_init(possible_cpus)
+    }
+}
+
+/// Number of possible CPU ids: the kernel's `possible` mask bounds every id
+/// `sched_getcpu` can return, even for CPUs hot-plugged later.
+fn possible_cpus() -> usize {
+    let from_sysfs = std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|s| {
+            // "0-127" or "0" or "0-3,8-11": the highest id + 1.
+            s.trim()
+                .split([',', '-'])
+                .filter_map(|n| n.parse::<usize>().ok())
+                .max()
+                .map(|m| m + 1)
+        });
+    let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
+    from_sysfs.unwrap_or(parallelism).max(parallelism)
+}

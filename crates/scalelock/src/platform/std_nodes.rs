@@ -1,0 +1,127 @@
+//! The std platform's queue nodes: one per thread, from a global table that
+//! grows in segments and is never freed; a thread's index returns to a free
+//! list when the thread exits.
+//!
+//! Capacity is 65,535 nodes (what a 16-bit lock tail can name). A thread that
+//! finds none free, or that locks from a thread-local destructor after its
+//! node was released, gets `None` and waits unqueued (see `qspinlock.rs`):
+//! still correct, no longer FIFO. Threads may come and go without limit.
+
+use std::boxed::Box;
+use std::cell::Cell;
+use std::sync::Mutex;
+use std::vec::Vec;
+
+use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+use crate::qnode::{NodeIndex, QNode};
+
+const SEGMENT_SHIFT: u32 = 8;
+const SEGMENT_LEN: usize = 1 << SEGMENT_SHIFT;
+const SEGMENTS: usize = (u16::MAX as usize + 1) / SEGMENT_LEN;
+
+type Segment = [QNode; SEGMENT_LEN];
+
+/// Lazily allocated segments; a published segment is never freed.
+static TABLE: [AtomicPtr<Segment>; SEGMENTS] =
+    [const { AtomicPtr::new(core::ptr::null_mut()) }; SEGMENTS];
+/// Next never-used index (indices start at 1).
+static HIGH_WATER: AtomicU32 = AtomicU32::new(1);
+/// Indices released by exited threads.
+static FREE: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+
+fn segment(seg: usize) -> &'static Segment {
+    // Acquire pairs with the Release in the compare_exchange below, so the
+    // node initialisation is visible before the pointer.
+    let mut ptr = TABLE[seg].load(Ordering::Acquire);
+    if ptr.is_null() {
+        let fresh = Box::into_raw(Box::new([const { QNode::new() }; SEGMENT_LEN]));
+        match TABLE[seg].compare_exchange(
+            core::ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => ptr = fresh,
+            Err(winner) => {
+                // SAFETY: `fresh` came from Box::into_raw above and was never
+                // published, so this is its only owner.
+                drop(unsafe { Box::from_raw(fresh) });
+                ptr = winner;
+            }
+        }
+    }
+    // SAFETY: non-null pointers in TABLE come from Box::into_raw and are never
+    // freed, so the segment lives for 'static.
+    unsafe { &*ptr }
+}
+
+pub(super) fn get(index: NodeIndex) -> &'static QNode {
+    let i = index.get() as usize;
+    &segment(i >> SEGMENT_SHIFT)[i & (SEGMENT_LEN - 1)]
+}
+
+fn allocate() -> Option<NodeIndex> {
+    if let Some(i) = FREE.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+        return NodeIndex::new(i);
+    }
+    let i = HIGH_WATER
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |i| {
+            (i <= u16::MAX as u32).then_some(i + 1)
+        })
+        .ok()?;
+    let index = NodeIndex::new(i as u16)?;
+    get(index); // allocate the segment now, not while waiting for a lock
+    Some(index)
+}
+
+fn release(index: NodeIndex) {
+    FREE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(index.get());
+}
+
+/// A thread's claim on its node; returned to the free list at thread exit.
+struct Slot(Cell<Option<NodeIndex>>, Cell<bool>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        // The thread is exiting, so it is not waiting in any lock: the node is
+        // unused. A late futex wake from a past predecessor may still hit it;
+        // the next owner treats that as a spurious wake.
+        if let Some(index) = self.0.take() {
+            release(index);
+        }
+    }
+}
+
+std::thread_local! {
+    static SLOT: Slot = const { Slot(Cell::new(None), Cell::new(false)) };
+}
+
+/// The calling thread's node, allocated on first use.
+#[inline]
+pub(super) fn current() -> Option<NodeIndex> {
+    SLOT.try_with(|slot| {
+        if let Some(i) = slot.0.get() {
+            return Some(i);
+        }
+        if slot.1.get() {
+            return None; // the table was full when this thread asked
+        }
+        let got = allocate();
+        slot.0.set(got);
+        slot.1.set(got.is_none());
+        got
+    })
+    .ok()
+    .flatten()
+}
+
+/// Test support: takes up to `n` free node indices forever, so that a test can
+/// exercise the unqueued fallback without 65,535 live threads. Returns how many
+/// it took.
+#[doc(hidden)]
+pub fn hog_queue_nodes(n: usize) -> usize {
+    (0..n).map_while(|_| allocate()).count()
+}

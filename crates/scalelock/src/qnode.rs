@@ -1,0 +1,92 @@
+//! MCS queue nodes: where a queued waiter spins, on a cache line of its own.
+//!
+//! A node is named in a lock word by a 16-bit index (`NodeIndex`, 1..=65535),
+//! as Linux names its per-CPU nodes by `(cpu + 1, idx)` in the qspinlock tail.
+//! The platform owns the nodes (`Platform::queue_node` / `Platform::node`): the
+//! std platform hands each thread one node from a global, never-freed table and
+//! recycles it when the thread exits; a kernel would use per-CPU nodes.
+//!
+//! A node is only in use while its owner waits inside `lock()`; once the owner
+//! holds the lock (or has become the pending waiter) nothing refers to it any
+//! more, so lock guards never carry nodes and callers never pass them.
+//!
+//! Node memory is never freed while any lock may still name it: a predecessor
+//! may issue a late futex wake on a node whose owner already left; that costs
+//! the next owner one spurious wake-up, never a use-after-free.
+
+use core::num::NonZeroU16;
+
+use crate::sync::atomic::{AtomicU32, Ordering};
+
+/// The node's owner is queued behind another waiter.
+pub(crate) const NODE_WAITING: u32 = 0;
+/// The owner gave up spinning and sleeps in `Platform::wait(state, NODE_PARKED)`.
+pub(crate) const NODE_PARKED: u32 = 1;
+/// The predecessor left the queue: the owner is now the queue head.
+pub(crate) const NODE_HEAD: u32 = 2;
+
+/// Index of a queue node: what a lock word's tail field stores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeIndex(NonZeroU16);
+
+impl NodeIndex {
+    /// Wraps a raw index; `None` for 0, which lock words use for "no node".
+    #[inline]
+    pub const fn new(raw: u16) -> Option<Self> {
+        match NonZeroU16::new(raw) {
+            Some(n) => Some(Self(n)),
+            None => None,
+        }
+    }
+
+    /// The raw index, 1..=65535.
+    #[inline]
+    pub const fn get(self) -> u16 {
+        self.0.get()
+    }
+}
+
+/// One MCS queue node. Aligned to 128 bytes so that two waiters never share a
+/// cache line (x86-64 prefetches line pairs; see crossbeam's `CachePadded`).
+#[repr(C, align(128))]
+pub struct QNode {
+    /// `NODE_WAITING`, `NODE_PARKED` or `NODE_HEAD`; written by the owner
+    /// (WAITING -> PARKED) and by the predecessor (-> HEAD).
+    pub(crate) state: AtomicU32,
+    /// Raw `NodeIndex` of the successor, 0 until the successor links itself.
+    pub(crate) next: AtomicU32,
+}
+
+impl QNode {
+    /// A fresh, unused node.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self {
+            state: AtomicU32::new(NODE_WAITING),
+            next: AtomicU32::new(0),
+        }
+    }
+
+    /// A fresh, unused node.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self {
+            state: AtomicU32::new(NODE_WAITING),
+            next: AtomicU32::new(0),
+        }
+    }
+
+    /// Prepares the node for a new wait. Only the owner calls this, while no
+    /// lock names the node.
+    #[inline]
+    pub(crate) fn reset(&self) {
+        self.state.store(NODE_WAITING, Ordering::Relaxed);
+        self.next.store(0, Ordering::Relaxed);
+    }
+}
+
+impl Default for QNode {
+    fn default() -> Self {
+        Self::new()
+    }
+}

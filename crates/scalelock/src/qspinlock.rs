@@ -1,0 +1,597 @@
+//! `RawQSpinLock`: a 4-byte queued spinlock with bounded-bypass batching.
+//!
+//! After Linux's `kernel/locking/qspinlock.c` (seed 001: locked byte, pending
+//! bit, MCS tail) and its paravirt "hybrid queued/unfair" mode, made to work in
+//! user space where any waiter or holder can be preempted.
+//!
+//! # The lock word
+//!
+//! ```text
+//!  byte 0        byte 1                    bytes 2..3
+//! +--------+-----------------------------+----------------+
+//! | locked | flags: PARKED|HANDOFF|PENDING | tail (node idx)|
+//! +--------+-----------------------------+----------------+
+//! ```
+//! Three separate atomics (`AtomicU8`, `AtomicU8`, `AtomicU16`), never
+//! accessed with a wider atomic, so the Rust memory model (and Miri, and loom)
+//! see no mixed-size accesses. That is what lets unlock be a plain byte store.
+//!
+//! | field | meaning | written by |
+//! | --- | --- | --- |
+//! | `locked` = 1 | held | `cmpxchg 0->1` by any acquirer; `store 0` by the holder |
+//! | `PENDING` | one thread, the *word waiter*, waits on the word itself; it is next in line | set by the second contender (queue empty) or by the queue head; cleared by its owner when it acquires |
+//! | `HANDOFF` | the word waiter has waited a whole batch: the next release is its; fast-path acquirers must not take a free lock | word waiter, `unlock_fair`; cleared with `PENDING` or before the word waiter sleeps |
+//! | `PARKED` | someone sleeps on this lock's parking bucket until `locked` clears | the sleeper; cleared by whoever wakes the bucket (`unlock`) |
+//! | `HEAD_PARKED` | the queue head sleeps on the bucket until `PENDING` clears | the head; cleared by the word waiter when it acquires |
+//! | `tail` | index of the last MCS queue node, 0 if no queue | `swap` by each newcomer; `cmpxchg ->0` by the last node leaving |
+//!
+//! # Who waits where (count the cache lines)
+//! - Uncontended: `lock` is one `cmpxchg` on `locked` (after a load of
+//!   `flags` on the same line); `unlock` is one release store plus a load of
+//!   `flags` (an already-owned line).
+//! - Second contender (no queue, no word waiter): sets `PENDING` and polls the
+//!   word with exponential backoff; it touches no queue node (seed: "pending
+//!   path").
+//! - Third and later contenders queue MCS-style: `tail.swap(me)`, link into the
+//!   predecessor's node, then spin on *their own* node's line, and after a
+//!   short budget sleep on it (`Platform::wait`). Only the predecessor writes
+//!   that line: to make it the queue head, waking it if it sleeps — the waiter
+//!   that must run next and no other.
+//! - The queue head waits for `PENDING` to clear, takes it, and becomes the
+//!   word waiter; once it holds the lock it hands head-ship to its successor.
+//!
+//! # Fair and fast: batches
+//! Strict FIFO hand-off costs a cache-line transfer per acquisition and, when
+//! the next waiter is asleep or preempted, a wake-up latency during which the
+//! lock sits idle (spin's `TicketMutex`, parking_lot's `FairMutex` collapse at
+//! 16 threads on 2 cores). So this lock lets the running holder re-acquire a
+//! free lock (the fast path ignores the queue) for one *batch*: the word waiter
+//! polls with backoff and, after `BATCH_NS` (or `BATCH_POLLS` polls on a
+//! platform without a clock), raises `HANDOFF`. From then on the fast path
+//! refuses a free lock, the holder's next `lock()` queues behind everyone, and
+//! the word waiter takes the lock at the next release. Every thread in the
+//! queue thus gets the lock within (queue length x batch) and holds it for
+//! about one batch, which keeps per-thread op counts within a few percent while
+//! the holder runs at uncontended speed between hand-offs.
+//!
+//! Bypass is bounded: a newcomer can only take the lock ahead of the word
+//! waiter while `HANDOFF` is clear (one batch), and a newcomer joins the MCS
+//! queue whenever one exists (it never takes `PENDING` over a queue).
+//! `unlock_fair` raises `HANDOFF` before releasing when a word waiter exists,
+//! which is strict FIFO hand-off.
+//!
+//! # Preemption (the paravirt part)
+//! - Queued waiters sleep on their own node, so a preempted queued waiter
+//!   delays nobody until it becomes head; the predecessor wakes exactly it.
+//! - A word waiter that has claimed `HANDOFF` but still sees the lock held for
+//!   `PARK_NS` (the holder is preempted, or sleeps in its critical section)
+//!   drops `HANDOFF` before sleeping: while it sleeps the lock is unfair, so a
+//!   running thread can use it rather than everyone stalling behind a sleeping
+//!   waiter (Linux's pv "hybrid queued/unfair" mode). Woken, it claims
+//!   `HANDOFF` again at once.
+//! - Spinning backs off to `yield_now` so a preempted holder gets the CPU.
+//!
+//! # Sleeping on the word without an atomic unlock
+//! A sleeping word waiter sets `PARKED`, then `heavy_fence`, then re-checks
+//! `locked`; `unlock` stores `locked = 0`, then `light_fence`, then loads
+//! `flags`. The fence pair (membarrier on Linux, see `platform`) guarantees
+//! that the sleeper sees the release or the unlocker sees `PARKED` and wakes
+//! the bucket, so unlock stays a plain store plus a load. Under loom and Miri
+//! both fences are `fence(SeqCst)`, the store-buffering pattern.
+//!
+//! # Memory orderings
+//! - Acquiring `locked` (`cmpxchg` Acquire) pairs with the holder's Release
+//!   store: the critical sections are totally ordered.
+//! - `tail.swap` is AcqRel: Release publishes our node reset to the successor
+//!   who will write into it; Acquire makes the predecessor's node valid to us.
+//! - `node.next` store Release / load Acquire and `node.state` swap Release /
+//!   load Acquire pass queue position only; no user data flows through them.
+//!
+//! # Nodes
+//! Queue nodes come from the platform (`Platform::queue_node`): one per thread
+//! on std. A thread without a node (table exhausted, or locking from a
+//! thread-local destructor) waits unqueued: it polls the word and sleeps on the
+//! bucket like a word waiter, but never owns `PENDING`; correct, not FIFO.
+
+use core::marker::PhantomData;
+
+use lock_api::{GuardSend, RawMutex, RawMutexFair};
+
+use crate::platform::{DefaultPlatform, Platform};
+use crate::qnode::{NODE_HEAD, NODE_PARKED, NODE_WAITING, NodeIndex, QNode};
+use crate::sync::atomic::{AtomicU8, AtomicU16, Ordering};
+use crate::wait::{self, Backoff};
+
+/// `locked` byte value of a held lock.
+const LOCKED: u8 = 1;
+/// A word waiter exists (the seed's pending bit).
+const PENDING: u8 = 1 << 0;
+/// The word waiter's batch is over: fast-path acquirers must not take the lock.
+const HANDOFF: u8 = 1 << 1;
+/// A thread sleeps on this lock's parking bucket until `locked` clears.
+const PARKED: u8 = 1 << 2;
+/// The queue head sleeps on this lock's parking bucket until `PENDING` clears.
+const HEAD_PARKED: u8 = 1 << 3;
+
+/// How long the running holder may keep re-acquiring before the word waiter
+/// claims the next release.
+const BATCH_NS: u64 = 50_000;
+/// The same bound in polls, for platforms whose `now_ns` is constant.
+const BATCH_POLLS: u32 = 1 << 12;
+/// How long a word waiter holding `HANDOFF` spins before it sleeps.
+const PARK_NS: u64 = 100_000;
+/// The same bound in polls.
+const PARK_POLLS: u32 = 1 << 12;
+/// How long a queued waiter spins on its node before sleeping on it.
+const NODE_SPINS: u32 = 1 << 10;
+/// How long the queue head waits for `PENDING` before sleeping.
+const HEAD_POLLS: u32 = 64;
+
+/// A 4-byte queued spinlock; see the module documentation.
+///
+/// `P` is the platform: how waiters sleep and where queue nodes live.
+#[repr(C, align(4))]
+pub struct RawQSpinLock<P: Platform = DefaultPlatform> {
+    locked: AtomicU8,
+    flags: AtomicU8,
+    tail: AtomicU16,
+    _platform: PhantomData<fn() -> P>,
+}
+
+/// A mutual-exclusion lock protecting a `T`, built on [`RawQSpinLock`].
+pub type QSpinLock<T> = lock_api::Mutex<RawQSpinLock, T>;
+/// The guard of a [`QSpinLock`].
+pub type QSpinLockGuard<'a, T> = lock_api::MutexGuard<'a, RawQSpinLock, T>;
+
+impl<P: Platform> RawQSpinLock<P> {
+    /// An unlocked lock.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self {
+            locked: AtomicU8::new(0),
+            flags: AtomicU8::new(0),
+            tail: AtomicU16::new(0),
+            _platform: PhantomData,
+        }
+    }
+
+    /// An unlocked lock.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self {
+            locked: AtomicU8::new(0),
+            flags: AtomicU8::new(0),
+            tail: AtomicU16::new(0),
+            _platform: PhantomData,
+        }
+    }
+
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// The fast path: take a free lock unless a word waiter claimed it.
+    #[inline]
+    fn try_lock_fast(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & HANDOFF == 0
+            && self
+                .locked
+                .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Takes a free lock regardless of `HANDOFF` (word waiters only).
+    #[inline]
+    fn try_lock_word(&self) -> bool {
+        self.locked.load(Ordering::Relaxed) == 0
+            && self
+                .locked
+                // Acquire pairs with the previous holder's Release store.
+                .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    #[cold]
+    fn lock_slow(&self) {
+        // A short spin first: with short critical sections the holder is
+        // usually gone before queueing would pay off.
+        let mut backoff = Backoff::new();
+        for _ in 0..4 {
+            backoff.spin::<P>();
+            if self.try_lock_fast() {
+                return;
+            }
+        }
+        // The second contender waits on the word, without a queue node.
+        if self.try_become_pending() {
+            self.wait_as_pending();
+            return;
+        }
+        match P::queue_node() {
+            Some(index) => self.lock_queued(index),
+            None => self.lock_unqueued(),
+        }
+    }
+
+    /// Sets `PENDING` if there is neither a word waiter nor a queue.
+    #[inline]
+    fn try_become_pending(&self) -> bool {
+        loop {
+            if self.tail.load(Ordering::Relaxed) != 0 {
+                return false;
+            }
+            let flags = self.flags.load(Ordering::Relaxed);
+            if flags & PENDING != 0 {
+                return false;
+            }
+            if self
+                .flags
+                .compare_exchange_weak(flags, flags | PENDING, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                return true;
+            }
+        }
+    }
+
+    /// The word waiter's loop: owns `PENDING`, returns holding the lock with
+    /// `PENDING`, `HANDOFF` and `PARKED` cleared.
+    fn wait_as_pending(&self) {
+        let mut start = P::now_ns();
+        let mut polls: u32 = 0;
+        let mut handoff = false;
+        let mut backoff = Backoff::new();
+        loop {
+            if self.try_lock_word() {
+                let old = self.flags.fetch_and(
+                    !(PENDING | HANDOFF | PARKED | HEAD_PARKED),
+                    Ordering::Relaxed,
+                );
+                if old & (PARKED | HEAD_PARKED) != 0 {
+                    // A queue head or unqueued waiter sleeps until PENDING
+                    // clears (or a later release); it re-checks on waking.
+                    wait::unpark_all::<P>(self.addr());
+                }
+                return;
+            }
+            polls = polls.wrapping_add(1);
+            let now = P::now_ns();
+            if !handoff {
+                if polls >= BATCH_POLLS || now.wrapping_sub(start) >= BATCH_NS {
+                    self.flags.fetch_or(HANDOFF, Ordering::Relaxed);
+                    handoff = true;
+                    start = now;
+                    polls = 0;
+                    backoff = Backoff::new();
+                }
+            } else if polls >= PARK_POLLS || now.wrapping_sub(start) >= PARK_NS {
+                // The holder keeps the lock although we claimed it: it is
+                // preempted or sleeping. Sleep too, and open the lock to
+                // running threads meanwhile (hybrid mode).
+                self.sleep_until_unlocked(HANDOFF);
+                // We have waited long enough: claim the next release at once.
+                self.flags.fetch_or(HANDOFF, Ordering::Relaxed);
+                start = P::now_ns();
+                polls = 0;
+                backoff = Backoff::new();
+                continue;
+            }
+            backoff.snooze::<P>();
+        }
+    }
+
+    /// Sleeps on the parking bucket until `locked` was seen 0 (or a spurious
+    /// wake-up). Clears `drop_bits` from `flags` when setting `PARKED`.
+    #[cold]
+    fn sleep_until_unlocked(&self, drop_bits: u8) {
+        let ticket = wait::park_prepare(self.addr());
+        let _ = self
+            .flags
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |f| {
+                Some((f & !drop_bits) | PARKED)
+            });
+        // Pairs with `light_fence` in `unlock`: either we see the release
+        // below, or the unlocker sees PARKED and wakes the bucket.
+        P::heavy_fence();
+        if self.locked.load(Ordering::Relaxed) != 0 {
+            wait::park::<P>(ticket);
+        }
+    }
+
+    /// MCS queueing with node `index`; returns holding the lock.
+    fn lock_queued(&self, index: NodeIndex) {
+        let node = P::node(index);
+        node.reset();
+        // AcqRel: Release publishes the reset above to our successor, Acquire
+        // makes the predecessor's node (named by the old tail) valid to us.
+        let prev = self.tail.swap(index.get(), Ordering::AcqRel);
+        if let Some(prev) = NodeIndex::new(prev) {
+            // Release pairs with the predecessor's Acquire load of `next`.
+            P::node(prev)
+                .next
+                .store(u32::from(index.get()), Ordering::Release);
+            Self::wait_for_head(node);
+        }
+
+        // Queue head: wait for the word waiter to finish, then become it.
+        self.become_pending_as_head();
+        self.wait_as_pending();
+
+        // We hold the lock; pass head-ship on.
+        if self.tail.load(Ordering::Relaxed) == index.get()
+            && self
+                .tail
+                .compare_exchange(index.get(), 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            return; // we were the last node
+        }
+        let next = Self::wait_for_successor(node);
+        let next = P::node(next);
+        // Release pairs with the successor's Acquire load in `wait_for_head`.
+        if next.state.swap(NODE_HEAD, Ordering::Release) == NODE_PARKED {
+            P::wake_one(&next.state);
+        }
+    }
+
+    /// Spins on our own node until the predecessor makes us head; sleeps on
+    /// it after `NODE_SPINS`.
+    fn wait_for_head(node: &QNode) {
+        let mut spins = 0;
+        loop {
+            // Acquire pairs with the predecessor's Release swap.
+            match node.state.load(Ordering::Acquire) {
+                NODE_HEAD => return,
+                NODE_PARKED => P::wait(&node.state, NODE_PARKED),
+                _ if spins < NODE_SPINS => {
+                    spins += 1;
+                    P::relax();
+                }
+                _ => {
+                    // WAITING -> PARKED; fails only if we just became head.
+                    let _ = node.state.compare_exchange(
+                        NODE_WAITING,
+                        NODE_PARKED,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    );
+                }
+            }
+        }
+    }
+
+    /// Our successor swapped the tail but may not have linked itself yet.
+    fn wait_for_successor(node: &QNode) -> NodeIndex {
+        let mut backoff = Backoff::new();
+        loop {
+            // Acquire pairs with the successor's Release store of `next`.
+            if let Some(next) = u16::try_from(node.next.load(Ordering::Acquire))
+                .ok()
+                .and_then(NodeIndex::new)
+            {
+                return next;
+            }
+            // The successor can be preempted between its swap and its store:
+            // back off to yielding so it gets to run.
+            backoff.snooze::<P>();
+        }
+    }
+
+    /// The queue head takes `PENDING` once the current word waiter is done.
+    fn become_pending_as_head(&self) {
+        let mut backoff = Backoff::new();
+        let mut polls = 0;
+        loop {
+            let flags = self.flags.load(Ordering::Relaxed);
+            if flags & PENDING == 0 {
+                if self
+                    .flags
+                    .compare_exchange_weak(
+                        flags,
+                        flags | PENDING,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+                {
+                    return;
+                }
+                continue;
+            }
+            polls += 1;
+            if polls < HEAD_POLLS {
+                backoff.snooze::<P>();
+                continue;
+            }
+            // The word waiter waits a whole batch: sleep until it clears
+            // PENDING (it wakes the bucket when it sees PARKED).
+            let ticket = wait::park_prepare(self.addr());
+            // RMWs on `flags` are totally ordered: either the word waiter's
+            // clearing fetch_and sees HEAD_PARKED and wakes us, or we see
+            // PENDING already clear and do not sleep.
+            let old = self.flags.fetch_or(HEAD_PARKED, Ordering::Relaxed);
+            if old & PENDING != 0 {
+                wait::park::<P>(ticket);
+            }
+            polls = 0;
+            backoff = Backoff::new();
+        }
+    }
+
+    /// No queue node: poll the word, sleep on the bucket when it stays held.
+    fn lock_unqueued(&self) {
+        let mut backoff = Backoff::new();
+        loop {
+            if self.try_lock_fast() {
+                return;
+            }
+            if backoff.steps() > 12 {
+                self.sleep_until_unlocked(0);
+                backoff = Backoff::new();
+            } else {
+                backoff.snooze::<P>();
+            }
+        }
+    }
+
+    #[cold]
+    fn wake_parked(&self) {
+        let old = self.flags.fetch_and(!PARKED, Ordering::Relaxed);
+        if old & PARKED != 0 {
+            wait::unpark_all::<P>(self.addr());
+        }
+    }
+
+    /// Releases the lock: a Release store, then a check for sleepers.
+    #[inline]
+    fn release(&self) {
+        // Release pairs with the next acquirer's Acquire cmpxchg.
+        self.locked.store(0, Ordering::Release);
+        // Pairs with `heavy_fence` in `sleep_until_unlocked`.
+        P::light_fence();
+        if self.flags.load(Ordering::Relaxed) & PARKED != 0 {
+            self.wake_parked();
+        }
+    }
+}
+
+impl<P: Platform> Default for RawQSpinLock<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: Platform> core::fmt::Debug for RawQSpinLock<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RawQSpinLock")
+            .field("locked", &self.locked.load(Ordering::Relaxed))
+            .field("flags", &self.flags.load(Ordering::Relaxed))
+            .field("tail", &self.tail.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+// SAFETY: `locked` goes 0 -> 1 only by a successful Acquire cmpxchg and
+// 1 -> 0 only by the holder's Release store, so at most one guard exists per
+// lock and critical sections are ordered. No waiter keeps a reference into
+// the lock word after `lock` returns (nodes belong to the platform), so
+// forgetting a guard only leaves the lock held, and moving or dropping a
+// locked lock is sound.
+unsafe impl<P: Platform> RawMutex for RawQSpinLock<P> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    #[cfg(not(loom))]
+    const INIT: Self = Self::new();
+    #[allow(clippy::declare_interior_mutable_const)]
+    #[cfg(loom)]
+    const INIT: Self = panic!("use RawQSpinLock::new() under loom");
+
+    type Guard = GuardSend;
+
+    #[inline]
+    fn lock(&self) -> GuardSend {
+        if !self.try_lock_fast() {
+            self.lock_slow();
+        }
+        GuardSend::new()
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<GuardSend> {
+        self.try_lock_fast().then(GuardSend::new)
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, _guard: GuardSend) {
+        self.release();
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.locked.load(Ordering::Relaxed) != 0
+    }
+}
+
+// SAFETY: `unlock_fair` releases exactly like `unlock`; it only additionally
+// raises HANDOFF, which restricts who may acquire next.
+unsafe impl<P: Platform> RawMutexFair for RawQSpinLock<P> {
+    /// Strict FIFO hand-off: if a word waiter exists, the lock is reserved
+    /// for it (HANDOFF) before release, so no newcomer can take it first.
+    #[inline]
+    unsafe fn unlock_fair(&self, _guard: GuardSend) {
+        if self.flags.load(Ordering::Relaxed) & PENDING != 0 {
+            self.flags.fetch_or(HANDOFF, Ordering::Relaxed);
+        }
+        self.release();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn is_four_bytes() {
+        assert_eq!(core::mem::size_of::<RawQSpinLock>(), 4);
+        assert_eq!(core::mem::align_of::<RawQSpinLock>(), 4);
+    }
+
+    #[test]
+    fn lock_unlock_try_lock() {
+        let lock = QSpinLock::new(5);
+        {
+            let mut g = lock.lock();
+            *g += 1;
+            assert!(lock.is_locked());
+            assert!(lock.try_lock().is_none());
+        }
+        assert!(!lock.is_locked());
+        assert_eq!(*lock.try_lock().unwrap(), 6);
+        let g = lock.lock();
+        lock_api::MutexGuard::unlock_fair(g);
+        assert!(!lock.is_locked());
+    }
+
+    #[test]
+    fn unlock_fair_reserves_for_the_word_waiter() {
+        let raw: RawQSpinLock = RawQSpinLock::new();
+        let g = raw.lock();
+        // Simulate a word waiter: PENDING set.
+        raw.flags.fetch_or(PENDING, Ordering::Relaxed);
+        // SAFETY: `g` came from `raw.lock()` above.
+        unsafe { raw.unlock_fair(g) };
+        assert!(!raw.is_locked());
+        assert!(
+            raw.try_lock().is_none(),
+            "a fair unlock must keep newcomers out"
+        );
+        assert!(raw.try_lock_word(), "the word waiter can take it");
+        raw.flags.fetch_and(!(PENDING | HANDOFF), Ordering::Relaxed);
+        raw.release();
+    }
+
+    #[test]
+    fn contended_counts_are_exact() {
+        use std::sync::Arc;
+        let threads = if cfg!(miri) { 3 } else { 8 };
+        let iters = if cfg!(miri) { 50 } else { 20_000 };
+        let lock = Arc::new(QSpinLock::new(0u64));
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let lock = lock.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..iters {
+                        *lock.lock() += 1;
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(*lock.lock(), threads * iters);
+        let raw = unsafe { lock.raw() };
+        assert_eq!(raw.flags.load(Ordering::Relaxed) & (PENDING | HANDOFF), 0);
+        assert_eq!(raw.tail.load(Ordering::Relaxed), 0);
+    }
+}
