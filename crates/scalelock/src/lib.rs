@@ -5,6 +5,7 @@
 //! | lock | use it for |
 //! | --- | --- |
 //! | [`QSpinLock`] | a 4-byte mutex: uncontended cost of a spinlock, FIFO queueing under contention, parks instead of burning a CPU when a waiter or holder is preempted |
+//! | [`QRwLock`] | an 8-byte reader-writer lock: one atomic per read or write when uncontended, readers never block each other while no writer waits, contended readers and writers queue in arrival order (writers never starve) |
 //!
 //! All locks implement the [`lock_api`] 0.5 raw traits, so they come with the
 //! usual `Mutex`/`RwLock` guards. The algorithms are `no_std`; how a waiter
@@ -16,9 +17,13 @@
 pub mod platform;
 pub mod qnode;
 mod qspinlock;
+mod qrwlock;
 mod sync;
 mod wait;
 
+pub use crate::qrwlock::{
+    QRwLock, QRwLockReadGuard, QRwLockUpgradableReadGuard, QRwLockWriteGuard, RawQRwLock,
+};
 pub use crate::qspinlock::{QSpinLock, QSpinLockGuard, RawQSpinLock};
 
 /// Test support, not part of the API.

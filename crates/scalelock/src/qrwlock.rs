@@ -1,0 +1,680 @@
+//! `RawQRwLock`: an 8-byte queued reader-writer lock.
+//!
+//! After Linux's `kernel/locking/qrwlock.c` (seed 001): a 32-bit count word
+//! that readers and writers update with one atomic each on their fast paths,
+//! plus a [`RawQSpinLock`] (`wait_lock`) on which every *contended* acquirer
+//! queues, so that contended readers and writers are served in arrival order.
+//!
+//! # The count word
+//!
+//! ```text
+//!  bit 31 ........................ 3    2        1          0
+//! +----------------------------------+--------+----------+----------+
+//! | reader count (ONE_READER = 1<<3) | PARKED | W_WAITING | W_LOCKED |
+//! +----------------------------------+--------+----------+----------+
+//! ```
+//!
+//! | bits | meaning | set by | cleared by |
+//! | --- | --- | --- | --- |
+//! | `W_LOCKED` | a writer holds the lock | a writer's `cmpxchg` (fast path: `0 -> W_LOCKED`; slow path: `W_WAITING -> W_LOCKED`) | the writer's `fetch_sub` (unlock) or `downgrade` |
+//! | `W_WAITING` | the `wait_lock` holder is a writer waiting for the lock to drain: new readers must queue | the writer holding `wait_lock` | the same writer, by the `cmpxchg` that takes `W_LOCKED` |
+//! | `PARKED` | the `wait_lock` holder sleeps in `Platform::wait` on this word | the `wait_lock` holder only | the same thread only |
+//! | count | readers holding the lock, plus readers that are about to find out they must queue (they undo their increment) | `fetch_add` by readers | `fetch_sub` by readers |
+//!
+//! Bit 31 (`READER_OVERFLOW`) is the top of the reader count: readers refuse
+//! to take the lock once 2^28 read guards exist (only reachable by forgetting
+//! guards), so the count can never wrap into the writer bits.
+//!
+//! # Invariants
+//! 1. At most one thread waits on the word itself: the `wait_lock` holder.
+//!    Everyone else who is contended sleeps in `wait_lock`'s MCS queue, on a
+//!    cache line of its own. So `PARKED` has a single owner and a waker
+//!    calls `wake_one`.
+//! 2. `W_WAITING` is only set while its writer holds `wait_lock`, so no
+//!    reader can join the count through the slow path while it is set.
+//! 3. `W_LOCKED` is only taken when the count is zero (fast path) or when the
+//!    word is exactly `W_WAITING` (slow path): a writer excludes everyone.
+//! 4. A reader holds the lock iff its increment is in the count and it saw
+//!    `W_LOCKED` clear *after* the increment (fast path: in the value its own
+//!    `fetch_add` returned; slow path: by waiting for it). Once a reader's
+//!    increment is in the count, no writer can take `W_LOCKED` (invariant 3),
+//!    so readers and a writer exclude each other.
+//!
+//! # Paths (count the cache lines)
+//! - **Read lock, fast**: one `fetch_add(ONE_READER)` on the count word; if
+//!   neither writer bit was set, done. No writer waits, so readers never block
+//!   each other. **Unlock**: one `fetch_sub`.
+//! - **Write lock, fast**: one `cmpxchg(0 -> W_LOCKED)`. **Unlock**: one
+//!   `fetch_sub(W_LOCKED)` (a plain byte store in Linux; readers add to the
+//!   same word concurrently, and Rust has no mixed-size atomics, so we need
+//!   an RMW here, as parking_lot and std do).
+//! - **Read lock, slow** (a writer holds or waits): undo the increment, queue
+//!   on `wait_lock`, then increment again and wait for `W_LOCKED` to clear,
+//!   and release `wait_lock` so the next queued waiter can come in. A stream
+//!   of queued readers thus passes through one after another and then runs
+//!   concurrently; a writer queued behind them waits for them to drain.
+//! - **Write lock, slow**: queue on `wait_lock`, set `W_WAITING` (newcomer
+//!   readers now queue behind us, so writers never starve), wait until the
+//!   word is exactly `W_WAITING`, `cmpxchg` it to `W_LOCKED`, release
+//!   `wait_lock`.
+//!
+//! # Waiting (16 threads on 2 cores)
+//! The one thread waiting on the word spins with [`Backoff`] (which yields
+//! the CPU once its budget is spent, so a preempted holder can run), then sets
+//! `PARKED` and sleeps with `Platform::wait` on the count word itself (a
+//! futex on std). Whoever makes its condition true wakes exactly it:
+//! - a writer's unlock or downgrade, when the old word had `PARKED`;
+//! - a reader's unlock (or undo) that leaves at most one reader, when the old
+//!   word had `PARKED` (a writer waits for zero readers; an upgrader for one,
+//!   itself).
+//!
+//! No lost wake-up: the waiter sets `PARKED` with a `cmpxchg` from the very
+//! value in which its condition was false, then sleeps while the word equals
+//! that value plus `PARKED`. The releasing RMW is ordered after that
+//! `cmpxchg` in the word's modification order (so it sees `PARKED` and wakes)
+//! or before it (so the `cmpxchg` fails and the waiter re-checks); and since
+//! the release changes the word, a `wait` that starts after it returns at
+//! once. Wakers never clear `PARKED` (its owner does), so a waker touches the
+//! lock with a single RMW: after it only the wake syscall names the address,
+//! as in std's futex locks, and a lock freed by the next owner is never
+//! written.
+//!
+//! Everyone else queues on `wait_lock`, which spins on its own node and then
+//! parks (see `qspinlock`): a preempted queued waiter stalls nobody.
+//!
+//! # Memory orderings
+//! - Acquiring (reader `fetch_add`, writer `cmpxchg`, and the waiting loop's
+//!   load that sees the condition true) is Acquire; releasing (reader
+//!   `fetch_sub`, writer `fetch_sub`, `downgrade`'s `fetch_add`) is Release.
+//!   Every write to the word is an RMW, so each release heads a release
+//!   sequence that reaches every later acquirer: a writer synchronizes with
+//!   all readers before it, and readers with the writer before them.
+//! - Undoing a reader increment, setting `W_WAITING` and `PARKED` are
+//!   Relaxed: they publish no data; `wait_lock` (Acquire/Release) orders the
+//!   queued waiters among themselves.
+//!
+//! # Upgradable reads
+//! An upgradable reader holds `wait_lock` *and* a reader count: other
+//! upgradable readers and contended writers queue behind it, plain readers
+//! still enter. `upgrade` is the writer slow path with our own reader counted:
+//! set `W_WAITING`, wait for the word to be `W_WAITING | ONE_READER`, then
+//! `cmpxchg` to `W_LOCKED`. Downgrading *to* an upgradable lock would need to
+//! take `wait_lock` while holding `W_LOCKED`, which deadlocks against a queued
+//! reader holding `wait_lock`, so `RawRwLockUpgradeDowngrade` is not
+//! implemented.
+//!
+//! # Caveat: recursive reads
+//! As in Linux and parking_lot's `read` (not `read_recursive`), a thread
+//! that holds a read lock and takes another may deadlock if a writer queued
+//! in between: the writer waits for the first read lock, the second waits
+//! behind the writer.
+
+use core::marker::PhantomData;
+
+use lock_api::{GuardSend, RawMutex, RawRwLock, RawRwLockDowngrade, RawRwLockUpgrade};
+
+use crate::platform::{DefaultPlatform, Platform};
+use crate::qspinlock::RawQSpinLock;
+use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::wait::Backoff;
+
+/// A writer holds the lock.
+const W_LOCKED: u32 = 1 << 0;
+/// The `wait_lock` holder is a writer waiting for the lock: readers queue.
+const W_WAITING: u32 = 1 << 1;
+/// Either writer bit: a reader that sees one must take the slow path.
+const W_MASK: u32 = W_LOCKED | W_WAITING;
+/// The `wait_lock` holder sleeps on the count word.
+const PARKED: u32 = 1 << 2;
+/// One reader in the count.
+const ONE_READER: u32 = 1 << 3;
+/// The reader count.
+const READERS_MASK: u32 = !(ONE_READER - 1);
+/// Top bit of the reader count: at 2^28 readers new readers refuse (panic).
+const READER_OVERFLOW: u32 = 1 << 31;
+
+/// Backoff steps the word waiter spins (the last few yield) before parking.
+const SPIN_STEPS: u32 = 13;
+
+#[inline]
+const fn readers(word: u32) -> u32 {
+    (word & READERS_MASK) / ONE_READER
+}
+
+/// An 8-byte queued reader-writer lock; see the module documentation.
+///
+/// `P` is the platform: how waiters sleep and where queue nodes live.
+#[repr(C, align(4))]
+pub struct RawQRwLock<P: Platform = DefaultPlatform> {
+    /// Reader count and writer bits; see the module documentation.
+    cnts: AtomicU32,
+    /// Contended acquirers queue here, in arrival order.
+    wait_lock: RawQSpinLock<P>,
+    _platform: PhantomData<fn() -> P>,
+}
+
+/// A reader-writer lock protecting a `T`, built on [`RawQRwLock`].
+pub type QRwLock<T> = lock_api::RwLock<RawQRwLock, T>;
+/// A shared guard of a [`QRwLock`].
+pub type QRwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawQRwLock, T>;
+/// The exclusive guard of a [`QRwLock`].
+pub type QRwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawQRwLock, T>;
+/// The upgradable guard of a [`QRwLock`].
+pub type QRwLockUpgradableReadGuard<'a, T> = lock_api::RwLockUpgradableReadGuard<'a, RawQRwLock, T>;
+
+/// The guard state of an upgradable read: the `wait_lock` it holds.
+type WaitGuard<P> = <RawQSpinLock<P> as RawMutex>::Guard;
+
+impl<P: Platform> RawQRwLock<P> {
+    /// An unlocked lock.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self {
+            cnts: AtomicU32::new(0),
+            wait_lock: RawQSpinLock::new(),
+            _platform: PhantomData,
+        }
+    }
+
+    /// An unlocked lock.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self {
+            cnts: AtomicU32::new(0),
+            wait_lock: RawQSpinLock::new(),
+            _platform: PhantomData,
+        }
+    }
+
+    /// Removes one reader (a release or an undo) and wakes the word waiter
+    /// if it may now proceed.
+    #[inline]
+    fn reader_leave(&self) {
+        // Release pairs with the Acquire of the next writer (its cmpxchg or
+        // its waiting load): our reads happen before its writes.
+        let old = self.cnts.fetch_sub(ONE_READER, Ordering::Release);
+        // A writer waits for 0 readers, an upgrader for 1 (itself).
+        if old & PARKED != 0 && readers(old) <= 2 {
+            self.wake_waiter();
+        }
+    }
+
+    /// Wakes the single thread that may sleep on the count word. Only the
+    /// address is used: the lock may already be free, and even freed.
+    #[cold]
+    fn wake_waiter(&self) {
+        P::wake_one(&self.cnts);
+    }
+
+    /// The `wait_lock` holder waits until `done(word)`; returns that word.
+    /// Spins with backoff, then sleeps on the word with `PARKED` set.
+    #[cold]
+    fn wait_word(&self, done: impl Fn(u32) -> bool) -> u32 {
+        let mut backoff = Backoff::new();
+        loop {
+            // Acquire pairs with the Release RMW that made `done` true.
+            let v = self.cnts.load(Ordering::Acquire);
+            if done(v) {
+                return v;
+            }
+            if backoff.steps() < SPIN_STEPS {
+                backoff.snooze::<P>();
+                continue;
+            }
+            // Set PARKED from the very value we judged: a release after this
+            // cmpxchg sees PARKED; one before it makes the cmpxchg fail.
+            if v & PARKED == 0
+                && self
+                    .cnts
+                    .compare_exchange_weak(v, v | PARKED, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
+            {
+                continue;
+            }
+            P::wait(&self.cnts, v | PARKED);
+        }
+    }
+
+    /// Holding `wait_lock`, with our increment in the count: wait for the
+    /// writer (if any) to leave. Returns holding a read lock.
+    #[inline]
+    fn wait_writer_exit(&self, old: u32) {
+        debug_assert_eq!(old & W_WAITING, 0, "W_WAITING needs wait_lock");
+        if old & W_LOCKED != 0 {
+            let v = self.wait_word(|v| v & W_LOCKED == 0);
+            if v & PARKED != 0 {
+                // We own PARKED (invariant 1) and are done sleeping.
+                self.cnts.fetch_and(!PARKED, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Holding `wait_lock` with `W_WAITING` set and `own` (0 or
+    /// `ONE_READER`) in the count: wait for everyone else to leave, then
+    /// take `W_LOCKED` (clearing `W_WAITING`, `PARKED` and `own`).
+    fn take_from_waiting(&self, own: u32) {
+        loop {
+            let v = self.wait_word(|v| v & !PARKED == W_WAITING | own);
+            // Acquire pairs with the Release of the readers and writer that
+            // left (their release sequences end in `v`).
+            if self
+                .cnts
+                .compare_exchange(v, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    /// Panics (after undoing our increment) if the reader count overflowed.
+    #[inline]
+    fn check_reader_overflow(&self, old: u32) {
+        if old & READER_OVERFLOW != 0 {
+            self.reader_leave();
+            reader_overflow();
+        }
+    }
+
+    #[cold]
+    fn lock_shared_slow(&self, old: u32) {
+        self.check_reader_overflow(old);
+        // A writer holds or waits: undo, and queue behind everyone waiting.
+        self.reader_leave();
+        let wait_guard = self.wait_lock.lock();
+        // Acquire pairs with the last writer's Release unlock (when it is
+        // already gone); otherwise `wait_writer_exit` acquires.
+        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
+        if old & READER_OVERFLOW != 0 {
+            self.reader_leave();
+            // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
+            unsafe { self.wait_lock.unlock(wait_guard) };
+            reader_overflow();
+        }
+        self.wait_writer_exit(old);
+        // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
+        unsafe { self.wait_lock.unlock(wait_guard) };
+    }
+
+    #[cold]
+    fn lock_exclusive_slow(&self) {
+        let wait_guard = self.wait_lock.lock();
+        // The holders we queued behind may be gone already.
+        if self.cnts.load(Ordering::Relaxed) != 0
+            || self
+                .cnts
+                // Acquire pairs with the previous holders' Release.
+                .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            // From here on newcomer readers queue behind us (invariant 2).
+            self.cnts.fetch_or(W_WAITING, Ordering::Relaxed);
+            self.take_from_waiting(0);
+        }
+        // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
+        unsafe { self.wait_lock.unlock(wait_guard) };
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn reader_overflow() -> ! {
+    panic!("QRwLock: too many read guards (2^28; are guards being forgotten?)")
+}
+
+impl<P: Platform> Default for RawQRwLock<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: Platform> core::fmt::Debug for RawQRwLock<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let v = self.cnts.load(Ordering::Relaxed);
+        f.debug_struct("RawQRwLock")
+            .field("readers", &readers(v))
+            .field("write_locked", &(v & W_LOCKED != 0))
+            .field("write_waiting", &(v & W_WAITING != 0))
+            .field("parked", &(v & PARKED != 0))
+            .field("wait_lock", &self.wait_lock)
+            .finish()
+    }
+}
+
+// SAFETY: readers and writers exclude each other by invariants 3 and 4 of
+// the module docs; acquiring is Acquire and releasing Release on the count
+// word. Guard state is stateless (`GuardSend`), except the upgradable guard,
+// which is `wait_lock`'s own guard. Forgetting a guard leaves the lock (and
+// possibly `wait_lock`) held, which is safe; the reader count refuses to
+// overflow. Nothing outside the lock refers to it after an acquisition
+// returns (queue nodes belong to the platform), so a locked lock can be moved
+// or dropped. A panic (reader overflow) leaves no new acquisition behind.
+unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    #[cfg(not(loom))]
+    const INIT: Self = Self::new();
+    #[allow(clippy::declare_interior_mutable_const)]
+    #[cfg(loom)]
+    const INIT: Self = panic!("use RawQRwLock::new() under loom");
+
+    type SharedGuard = GuardSend;
+    type ExclusiveGuard = GuardSend;
+
+    #[inline]
+    fn lock_shared(&self) -> GuardSend {
+        // Acquire pairs with the Release unlock of the last writer.
+        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
+        if old & (W_MASK | READER_OVERFLOW) != 0 {
+            self.lock_shared_slow(old);
+        }
+        GuardSend::new()
+    }
+
+    #[inline]
+    fn try_lock_shared(&self) -> Option<GuardSend> {
+        let mut v = self.cnts.load(Ordering::Relaxed);
+        loop {
+            if v & (W_MASK | READER_OVERFLOW) != 0 {
+                return None;
+            }
+            // Acquire pairs with the Release unlock of the last writer.
+            match self.cnts.compare_exchange_weak(
+                v,
+                v + ONE_READER,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(GuardSend::new()),
+                Err(now) => v = now,
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self, _guard: GuardSend) {
+        self.reader_leave();
+    }
+
+    #[inline]
+    fn lock_exclusive(&self) -> GuardSend {
+        if self
+            .cnts
+            // Acquire pairs with the previous holders' Release.
+            .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            self.lock_exclusive_slow();
+        }
+        GuardSend::new()
+    }
+
+    #[inline]
+    fn try_lock_exclusive(&self) -> Option<GuardSend> {
+        self.cnts
+            // Acquire pairs with the previous holders' Release.
+            .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| GuardSend::new())
+    }
+
+    #[inline]
+    unsafe fn unlock_exclusive(&self, _guard: GuardSend) {
+        // Release pairs with the next acquirer's Acquire. `fetch_sub` (xadd)
+        // rather than `fetch_and`, which needs a cmpxchg loop on x86.
+        let old = self.cnts.fetch_sub(W_LOCKED, Ordering::Release);
+        if old & PARKED != 0 {
+            self.wake_waiter();
+        }
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.cnts.load(Ordering::Relaxed) & (READERS_MASK | W_LOCKED) != 0
+    }
+
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        self.cnts.load(Ordering::Relaxed) & W_LOCKED != 0
+    }
+}
+
+// SAFETY: `downgrade` turns W_LOCKED into one reader in a single RMW, so no
+// writer can slip in between; it is Release, so later readers see our writes.
+unsafe impl<P: Platform> RawRwLockDowngrade for RawQRwLock<P> {
+    #[inline]
+    unsafe fn downgrade(&self, _guard: GuardSend) -> GuardSend {
+        // W_LOCKED is set, so adding ONE_READER - W_LOCKED clears it without
+        // a borrow and adds one reader. Release pairs with the Acquire of
+        // the readers that see W_LOCKED clear.
+        let old = self
+            .cnts
+            .fetch_add(ONE_READER - W_LOCKED, Ordering::Release);
+        debug_assert_ne!(old & W_LOCKED, 0);
+        if old & PARKED != 0 {
+            self.wake_waiter();
+        }
+        GuardSend::new()
+    }
+}
+
+// SAFETY: an upgradable reader holds `wait_lock` and a reader count, so at
+// most one exists and it excludes writers (invariant 3); `upgrade` takes
+// W_LOCKED with an Acquire cmpxchg only once every other reader left, after
+// their Release `fetch_sub`s. Forgetting the guard leaves both held.
+unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
+    type UpgradableGuard = WaitGuard<P>;
+
+    fn lock_upgradable(&self) -> WaitGuard<P> {
+        let wait_guard = self.wait_lock.lock();
+        // Acquire pairs with the last writer's Release unlock.
+        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
+        if old & READER_OVERFLOW != 0 {
+            self.reader_leave();
+            // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
+            unsafe { self.wait_lock.unlock(wait_guard) };
+            reader_overflow();
+        }
+        self.wait_writer_exit(old);
+        wait_guard
+    }
+
+    fn try_lock_upgradable(&self) -> Option<WaitGuard<P>> {
+        let wait_guard = self.wait_lock.try_lock()?;
+        if self.try_lock_shared().is_some() {
+            return Some(wait_guard);
+        }
+        // SAFETY: `wait_guard` came from `self.wait_lock.try_lock()` above.
+        unsafe { self.wait_lock.unlock(wait_guard) };
+        None
+    }
+
+    unsafe fn unlock_upgradable(&self, guard: WaitGuard<P>) {
+        // Release `wait_lock` first: our reader count keeps the lock alive
+        // (no one can take it exclusively and free it) until `reader_leave`.
+        // SAFETY: an upgradable guard is the `wait_lock` guard (caller's
+        // contract).
+        unsafe { self.wait_lock.unlock(guard) };
+        self.reader_leave();
+    }
+
+    unsafe fn upgrade(&self, guard: WaitGuard<P>) -> GuardSend {
+        // Newcomer readers now queue (behind us, on wait_lock).
+        self.cnts.fetch_or(W_WAITING, Ordering::Relaxed);
+        self.take_from_waiting(ONE_READER);
+        // SAFETY: an upgradable guard is the `wait_lock` guard.
+        unsafe { self.wait_lock.unlock(guard) };
+        GuardSend::new()
+    }
+
+    unsafe fn try_upgrade(&self, guard: WaitGuard<P>) -> Result<GuardSend, WaitGuard<P>> {
+        // Only the wait_lock holder (us) sets W_WAITING or PARKED, so the
+        // word is exactly ONE_READER iff we are the only reader. Acquire
+        // pairs with the other readers' Release `fetch_sub`.
+        if self
+            .cnts
+            .compare_exchange(ONE_READER, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            // SAFETY: an upgradable guard is the `wait_lock` guard.
+            unsafe { self.wait_lock.unlock(guard) };
+            Ok(GuardSend::new())
+        } else {
+            Err(guard)
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+    use std::thread;
+
+    fn word(lock: &RawQRwLock) -> u32 {
+        lock.cnts.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn is_eight_bytes() {
+        assert_eq!(core::mem::size_of::<RawQRwLock>(), 8);
+        assert_eq!(core::mem::align_of::<RawQRwLock>(), 4);
+    }
+
+    #[test]
+    fn read_write_try() {
+        let lock = QRwLock::new(1);
+        {
+            let r1 = lock.read();
+            let r2 = lock.read();
+            assert_eq!(*r1 + *r2, 2);
+            assert!(lock.try_write().is_none());
+            assert!(lock.try_read().is_some());
+            assert!(lock.is_locked());
+            assert!(!lock.is_locked_exclusive());
+        }
+        {
+            let mut w = lock.write();
+            *w = 7;
+            assert!(lock.try_read().is_none());
+            assert!(lock.try_write().is_none());
+            assert!(lock.try_upgradable_read().is_none());
+            assert!(lock.is_locked_exclusive());
+        }
+        assert!(!lock.is_locked());
+        assert_eq!(*lock.try_read().unwrap(), 7);
+        // SAFETY: reading the raw word only.
+        assert_eq!(word(unsafe { lock.raw() }), 0);
+    }
+
+    #[test]
+    fn downgrade_keeps_writers_out() {
+        let lock = QRwLock::new(0);
+        let mut w = lock.write();
+        *w = 3;
+        let r = lock_api::RwLockWriteGuard::downgrade(w);
+        assert_eq!(*r, 3);
+        assert!(lock.try_write().is_none());
+        assert!(lock.try_read().is_some());
+        drop(r);
+        assert!(lock.try_write().is_some());
+        // SAFETY: reading the raw word only.
+        assert_eq!(word(unsafe { lock.raw() }), 0);
+    }
+
+    #[test]
+    fn upgradable() {
+        let lock = QRwLock::new(0);
+        let u = lock.upgradable_read();
+        assert!(lock.try_upgradable_read().is_none());
+        assert!(lock.try_write().is_none());
+        {
+            let r = lock.read();
+            assert_eq!(*r, 0);
+        }
+        let r = lock.read();
+        let u = lock_api::RwLockUpgradableReadGuard::try_upgrade(u).unwrap_err();
+        drop(r);
+        let mut w = lock_api::RwLockUpgradableReadGuard::try_upgrade(u).unwrap();
+        *w = 5;
+        drop(w);
+        let u = lock.upgradable_read();
+        let w = lock_api::RwLockUpgradableReadGuard::upgrade(u);
+        assert_eq!(*w, 5);
+        drop(w);
+        assert!(!lock.is_locked());
+        // SAFETY: reading the raw word only.
+        assert_eq!(word(unsafe { lock.raw() }), 0);
+    }
+
+    #[test]
+    fn forgetting_guards_is_safe() {
+        let lock = QRwLock::new(0);
+        core::mem::forget(lock.read());
+        assert!(lock.try_write().is_none());
+        assert!(lock.try_read().is_some());
+        let lock = QRwLock::new(0);
+        core::mem::forget(lock.upgradable_read());
+        assert!(lock.try_upgradable_read().is_none());
+        let _ = lock.into_inner();
+    }
+
+    #[test]
+    fn reader_overflow_panics_without_acquiring() {
+        let raw: RawQRwLock = RawQRwLock::new();
+        raw.cnts.store(READER_OVERFLOW, Ordering::Relaxed);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| raw.lock_shared()));
+        assert!(r.is_err());
+        assert_eq!(word(&raw), READER_OVERFLOW);
+        assert!(!raw.wait_lock.is_locked());
+        assert!(raw.try_lock_shared().is_none());
+    }
+
+    /// Readers and writers exclude each other; writers see every write.
+    #[test]
+    fn mixed_contention() {
+        let threads = if cfg!(miri) { 3 } else { 8 };
+        let iters = if cfg!(miri) { 50 } else { 10_000 };
+        let lock = Arc::new(QRwLock::new((0usize, 0usize)));
+        let writes = Arc::new(AtomicUsize::new(0));
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (lock, writes) = (lock.clone(), writes.clone());
+                thread::spawn(move || {
+                    for i in 0..iters {
+                        match (i + t) % 4 {
+                            0 => {
+                                let mut w = lock.write();
+                                w.0 += 1;
+                                w.1 += 1;
+                                writes.fetch_add(1, Ordering::Relaxed);
+                            }
+                            1 if i % 8 == 1 => {
+                                let u = lock.upgradable_read();
+                                assert_eq!(u.0, u.1);
+                                let mut w = lock_api::RwLockUpgradableReadGuard::upgrade(u);
+                                w.0 += 1;
+                                w.1 += 1;
+                                writes.fetch_add(1, Ordering::Relaxed);
+                                let r = lock_api::RwLockWriteGuard::downgrade(w);
+                                assert_eq!(r.0, r.1);
+                            }
+                            _ => {
+                                let r = lock.read();
+                                assert_eq!(r.0, r.1);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let v = lock.read();
+        assert_eq!(v.0, writes.load(Ordering::Relaxed));
+        drop(v);
+        // SAFETY: reading the raw word only.
+        assert_eq!(word(unsafe { lock.raw() }), 0);
+    }
+}
