@@ -27,8 +27,8 @@
 //!
 //! # Who waits where (count the cache lines)
 //! - Uncontended: `lock` is one `cmpxchg` on `locked` (after a load of
-//!   `flags` on the same line); `unlock` is one release store plus a load of
-//!   `flags` (an already-owned line).
+//!   `flags` on the same line); `unlock` is one release store plus loads of
+//!   `flags` and `tail` (a line the holder already owns).
 //! - Second contender (no queue, no word waiter): sets `PENDING` and polls the
 //!   word with exponential backoff; it touches no queue node (seed: "pending
 //!   path").
@@ -44,18 +44,29 @@
 //! Strict FIFO hand-off costs a cache-line transfer per acquisition and, when
 //! the next waiter is asleep or preempted, a wake-up latency during which the
 //! lock sits idle (spin's `TicketMutex`, parking_lot's `FairMutex` collapse at
-//! 16 threads on 2 cores). So this lock lets the running holder re-acquire a
-//! free lock (the fast path ignores the queue) for one *batch*: the word waiter
-//! polls with backoff and, after `BATCH_NS` (or `BATCH_POLLS` polls on a
-//! platform without a clock), raises `HANDOFF`. From then on the fast path
-//! refuses a free lock, the holder's next `lock()` queues behind everyone, and
-//! the word waiter takes the lock at the next release. Every thread in the
-//! queue thus gets the lock within (queue length x batch) and holds it for
-//! about one batch, which keeps per-thread op counts within a few percent while
-//! the holder runs at uncontended speed between hand-offs.
+//! 16 threads on 2 cores). So the running holder may re-take a free lock (the
+//! fast path ignores the queue) for one *batch*, and hand-offs happen once per
+//! batch instead of once per acquisition:
+//! - The holder counts, per thread (`Platform::count_batch`), the releases it
+//!   makes while waiters exist; after `BATCH_OPS` of them it raises `HANDOFF`.
+//!   That bound holds even when the waiter cannot run (on a busy machine a
+//!   runnable thread can wait a whole scheduler tick for a CPU).
+//! - The word waiter also raises `HANDOFF` after `BATCH_NS` (or `BATCH_POLLS`
+//!   polls where there is no clock), which bounds batches of long critical
+//!   sections and covers platforms that do not count.
+//! - Meanwhile the word waiter stays off the holder's cache line: a few polls,
+//!   then a poll every couple of microseconds with a `yield` between, and it
+//!   takes a free lock only if it stays free for `SETTLE_SPINS` relaxes (a
+//!   running holder re-takes it sooner), so it does not end a batch early.
 //!
-//! Bypass is bounded: a newcomer can only take the lock ahead of the word
-//! waiter while `HANDOFF` is clear (one batch), and a newcomer joins the MCS
+//! Once `HANDOFF` is up the fast path refuses a free lock, the holder's next
+//! `lock()` queues behind everyone, and the word waiter takes the lock at the
+//! next release. Every queued thread thus gets the lock within (queue length x
+//! batch) and keeps it for about one batch: per-thread op counts stay close
+//! while the holder runs at uncontended speed between hand-offs.
+//!
+//! Bypass is bounded: a newcomer can take the lock ahead of the word waiter
+//! only while `HANDOFF` is clear (one batch), and a newcomer joins the MCS
 //! queue whenever one exists (it never takes `PENDING` over a queue).
 //! `unlock_fair` raises `HANDOFF` before releasing when a word waiter exists,
 //! which is strict FIFO hand-off.
@@ -70,6 +81,9 @@
 //!   waiter (Linux's pv "hybrid queued/unfair" mode). Woken, it claims
 //!   `HANDOFF` again at once.
 //! - Spinning backs off to `yield_now` so a preempted holder gets the CPU.
+//! - The queue head passes head-ship on as soon as it becomes the word
+//!   waiter, so its successor's wake-up overlaps the current batch instead of
+//!   following the hand-off.
 //!
 //! # Sleeping on the word without an atomic unlock
 //! A sleeping word waiter sets `PARKED`, then `heavy_fence`, then re-checks
@@ -115,17 +129,28 @@ const HEAD_PARKED: u8 = 1 << 3;
 
 /// How long the running holder may keep re-acquiring before the word waiter
 /// claims the next release.
-const BATCH_NS: u64 = 50_000;
+const BATCH_NS: u64 = 200_000;
 /// The same bound in polls, for platforms whose `now_ns` is constant.
-const BATCH_POLLS: u32 = 1 << 12;
+const BATCH_POLLS: u32 = if cfg!(loom) { 3 } else { 1 << 12 };
+/// The batch bound counted by the holder: contended releases in a row.
+const BATCH_OPS: u32 = 1 << 13;
+/// Polls a word waiter spends watching for a free lock before it waits out
+/// the rest of the batch quietly.
+const BATCH_SPIN_POLLS: u32 = if cfg!(loom) { 1 } else { 16 };
+/// Relaxes between two quiet polls (about 2 us at 23 cycles per `pause`).
+const QUIET_SPINS: u32 = if cfg!(loom) { 1 } else { 256 };
+/// Relaxes a word waiter waits for a free lock to stay free before taking it
+/// during a batch (see `try_lock_word_settled`).
+const SETTLE_SPINS: u32 = if cfg!(loom) { 1 } else { 64 };
 /// How long a word waiter holding `HANDOFF` spins before it sleeps.
 const PARK_NS: u64 = 100_000;
 /// The same bound in polls.
-const PARK_POLLS: u32 = 1 << 12;
+const PARK_POLLS: u32 = if cfg!(loom) { 2 } else { 1 << 12 };
 /// How long a queued waiter spins on its node before sleeping on it.
-const NODE_SPINS: u32 = 1 << 10;
-/// How long the queue head waits for `PENDING` before sleeping.
-const HEAD_POLLS: u32 = 64;
+const NODE_SPINS: u32 = if cfg!(loom) { 1 } else { 1 << 10 };
+/// Polls the queue head spends waiting for `PENDING` before sleeping, for
+/// platforms without a clock (with one, the bound is two batches).
+const HEAD_POLLS: u32 = if cfg!(loom) { 2 } else { 1 << 12 };
 
 /// A 4-byte queued spinlock; see the module documentation.
 ///
@@ -192,17 +217,30 @@ impl<P: Platform> RawQSpinLock<P> {
                 .is_ok()
     }
 
-    #[cold]
-    fn lock_slow(&self) {
-        // A short spin first: with short critical sections the holder is
-        // usually gone before queueing would pay off.
-        let mut backoff = Backoff::new();
-        for _ in 0..4 {
-            backoff.spin::<P>();
-            if self.try_lock_fast() {
-                return;
+    /// Like `try_lock_word`, but only takes a lock that stays free for a
+    /// moment. Between its release and its next `lock()` a running holder
+    /// leaves the word free for a few cycles (longer when our own poll just
+    /// stole its cache line); taking it then would end the holder's batch
+    /// early and move the line on every acquisition. A lock still free after
+    /// `SETTLE_SPINS` relaxes has really been let go.
+    #[inline]
+    fn try_lock_word_settled(&self) -> bool {
+        if self.locked.load(Ordering::Relaxed) != 0 {
+            return false;
+        }
+        if self.flags.load(Ordering::Relaxed) & HANDOFF == 0 {
+            for _ in 0..SETTLE_SPINS {
+                P::relax();
             }
         }
+        self.try_lock_word()
+    }
+
+    #[cold]
+    fn lock_slow(&self) {
+        // No optimistic spin here: a thread that just lost a hand-off must not
+        // steal the lock back from the new batch owner, so contenders go
+        // straight to the pending bit or the queue.
         // The second contender waits on the word, without a queue node.
         if self.try_become_pending() {
             self.wait_as_pending();
@@ -243,7 +281,7 @@ impl<P: Platform> RawQSpinLock<P> {
         let mut handoff = false;
         let mut backoff = Backoff::new();
         loop {
-            if self.try_lock_word() {
+            if self.try_lock_word_settled() {
                 let old = self.flags.fetch_and(
                     !(PENDING | HANDOFF | PARKED | HEAD_PARKED),
                     Ordering::Relaxed,
@@ -258,12 +296,24 @@ impl<P: Platform> RawQSpinLock<P> {
             polls = polls.wrapping_add(1);
             let now = P::now_ns();
             if !handoff {
-                if polls >= BATCH_POLLS || now.wrapping_sub(start) >= BATCH_NS {
+                let waited = now.wrapping_sub(start);
+                if polls >= BATCH_POLLS || waited >= BATCH_NS {
                     self.flags.fetch_or(HANDOFF, Ordering::Relaxed);
                     handoff = true;
                     start = now;
                     polls = 0;
                     backoff = Backoff::new();
+                } else if polls >= BATCH_SPIN_POLLS {
+                    // The holder is still busy: wait out the rest of its batch
+                    // off its cache line, polling only now and then. Spin and
+                    // yield rather than sleep: a sleeper needs a wake-up at
+                    // the end of the batch, and with every CPU busy a woken
+                    // thread can wait a whole scheduler tick for one.
+                    for _ in 0..QUIET_SPINS {
+                        P::relax();
+                    }
+                    P::yield_now();
+                    continue;
                 }
             } else if polls >= PARK_POLLS || now.wrapping_sub(start) >= PARK_NS {
                 // The holder keeps the lock although we claimed it: it is
@@ -316,23 +366,24 @@ impl<P: Platform> RawQSpinLock<P> {
 
         // Queue head: wait for the word waiter to finish, then become it.
         self.become_pending_as_head();
-        self.wait_as_pending();
 
-        // We hold the lock; pass head-ship on.
-        if self.tail.load(Ordering::Relaxed) == index.get()
-            && self
+        // As the word waiter we no longer need the queue: pass head-ship on
+        // now, so that our successor wakes up while we wait out the holder's
+        // batch rather than after we took the lock (a wake-up can take a
+        // scheduler tick when every CPU is busy).
+        if self.tail.load(Ordering::Relaxed) != index.get()
+            || self
                 .tail
                 .compare_exchange(index.get(), 0, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
+                .is_err()
         {
-            return; // we were the last node
+            let next = P::node(Self::wait_for_successor(node));
+            // Release pairs with the successor's Acquire load in `wait_for_head`.
+            if next.state.swap(NODE_HEAD, Ordering::Release) == NODE_PARKED {
+                P::wake_one(&next.state);
+            }
         }
-        let next = Self::wait_for_successor(node);
-        let next = P::node(next);
-        // Release pairs with the successor's Acquire load in `wait_for_head`.
-        if next.state.swap(NODE_HEAD, Ordering::Release) == NODE_PARKED {
-            P::wake_one(&next.state);
-        }
+        self.wait_as_pending();
     }
 
     /// Spins on our own node until the predecessor makes us head; sleeps on
@@ -379,9 +430,13 @@ impl<P: Platform> RawQSpinLock<P> {
     }
 
     /// The queue head takes `PENDING` once the current word waiter is done.
+    /// That takes up to a batch, so the head spins (yielding the CPU when
+    /// others need it) for two batches before it sleeps: a sleeping head
+    /// would need a wake-up right when the lock changes hands.
     fn become_pending_as_head(&self) {
         let mut backoff = Backoff::new();
-        let mut polls = 0;
+        let mut start = P::now_ns();
+        let mut polls = 0u32;
         loop {
             let flags = self.flags.load(Ordering::Relaxed);
             if flags & PENDING == 0 {
@@ -400,12 +455,12 @@ impl<P: Platform> RawQSpinLock<P> {
                 continue;
             }
             polls += 1;
-            if polls < HEAD_POLLS {
+            if polls < HEAD_POLLS && P::now_ns().wrapping_sub(start) < 2 * BATCH_NS {
                 backoff.snooze::<P>();
                 continue;
             }
-            // The word waiter waits a whole batch: sleep until it clears
-            // PENDING (it wakes the bucket when it sees PARKED).
+            // Sleep until the word waiter clears PENDING (it wakes the
+            // bucket when it sees HEAD_PARKED).
             let ticket = wait::park_prepare(self.addr());
             // RMWs on `flags` are totally ordered: either the word waiter's
             // clearing fetch_and sees HEAD_PARKED and wakes us, or we see
@@ -415,6 +470,7 @@ impl<P: Platform> RawQSpinLock<P> {
                 wait::park::<P>(ticket);
             }
             polls = 0;
+            start = P::now_ns();
             backoff = Backoff::new();
         }
     }
@@ -450,9 +506,30 @@ impl<P: Platform> RawQSpinLock<P> {
         self.locked.store(0, Ordering::Release);
         // Pairs with `heavy_fence` in `sleep_until_unlocked`.
         P::light_fence();
-        if self.flags.load(Ordering::Relaxed) & PARKED != 0 {
+        let flags = self.flags.load(Ordering::Relaxed);
+        if flags & (PARKED | PENDING) != 0 || self.tail.load(Ordering::Relaxed) != 0 {
+            self.release_contended(flags);
+        }
+    }
+
+    /// A word waiter or a queue exists, or someone sleeps: wake sleepers,
+    /// and end our batch once we have released `BATCH_OPS` times in a row
+    /// with waiters present. The word waiter also ends it by time, but its
+    /// clock only runs while it gets a CPU: on a busy machine it can wait a
+    /// scheduler tick for one, and batch lengths would vary a hundredfold.
+    #[inline]
+    fn release_contended(&self, flags: u8) {
+        if flags & HANDOFF == 0 && P::count_batch(self.addr(), BATCH_OPS) {
+            self.end_batch();
+        }
+        if flags & PARKED != 0 {
             self.wake_parked();
         }
+    }
+
+    #[cold]
+    fn end_batch(&self) {
+        self.flags.fetch_or(HANDOFF, Ordering::Relaxed);
     }
 }
 

@@ -27,10 +27,11 @@ pub(crate) struct Backoff {
 }
 
 impl Backoff {
-    /// Spins at most 2^SPIN_LIMIT relax steps per call.
-    const SPIN_LIMIT: u32 = 6;
+    /// Spins at most 2^SPIN_LIMIT relax steps per call (one under loom, where
+    /// every relax is a scheduling point).
+    const SPIN_LIMIT: u32 = if cfg!(loom) { 0 } else { 6 };
     /// After this many capped steps, each step also yields the CPU.
-    const YIELD_AFTER: u32 = 10;
+    const YIELD_AFTER: u32 = if cfg!(loom) { 1 } else { 10 };
 
     #[inline]
     pub(crate) const fn new() -> Self {
@@ -53,17 +54,6 @@ impl Backoff {
             }
         }
         self.step = self.step.saturating_add(1);
-    }
-
-    /// Short spin for waits expected to end within a few hundred cycles.
-    #[inline]
-    pub(crate) fn spin<P: Platform>(&mut self) {
-        for _ in 0..(1u32 << self.step.min(Self::SPIN_LIMIT)) {
-            P::relax();
-        }
-        if self.step <= Self::SPIN_LIMIT {
-            self.step += 1;
-        }
     }
 
     /// Number of steps taken so far.

@@ -91,6 +91,17 @@ pub unsafe trait Platform: 'static {
     /// The expensive side of an asymmetric fence; used before going to sleep
     /// or by writers that must see every reader.
     fn heavy_fence();
+    /// Counts one contended release of the lock at `lock_addr` by the calling
+    /// context and returns `true` once it has released that lock `limit`
+    /// times in a row (then starts counting again). Locks use it to end a
+    /// holder's batch after a bounded number of acquisitions even when the
+    /// waiter that would end it by time is not running. The default never
+    /// ends a batch (batches are then bounded by time alone).
+    #[inline]
+    fn count_batch(lock_addr: usize, limit: u32) -> bool {
+        let _ = (lock_addr, limit);
+        false
+    }
     /// The queue node of the calling context, or `None` if it has none.
     fn queue_node() -> Option<NodeIndex>;
     /// The node `queue_node` handed out as `index`.

@@ -92,6 +92,23 @@ unsafe impl Platform for StdPlatform {
     }
 
     #[inline]
+    fn count_batch(lock_addr: usize, limit: u32) -> bool {
+        std::thread_local! {
+            /// (lock address, contended releases of it in a row).
+            static BATCH: core::cell::Cell<(usize, u32)> = const { core::cell::Cell::new((0, 0)) };
+        }
+        BATCH
+            .try_with(|b| {
+                let (addr, n) = b.get();
+                let n = if addr == lock_addr { n + 1 } else { 1 };
+                let done = n >= limit;
+                b.set((lock_addr, if done { 0 } else { n }));
+                done
+            })
+            .unwrap_or(false)
+    }
+
+    #[inline]
     fn queue_node() -> Option<NodeIndex> {
         nodes::current()
     }

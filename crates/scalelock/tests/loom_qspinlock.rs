@@ -1,0 +1,112 @@
+//! Loom models of the queued spinlock's protocols: the uncontended fast
+//! path, the pending (second contender) path, MCS queue hand-off, the batch
+//! hand-off flag, and sleeping on the word (under loom a sleep is a yield, so
+//! every interleaving around PARKED is explored).
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p scalelock
+//! --release --test loom_qspinlock`
+#![cfg(loom)]
+
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::thread;
+
+use lock_api::{RawMutex, RawMutexFair};
+use scalelock::RawQSpinLock;
+
+struct Shared {
+    lock: RawQSpinLock,
+    data: UnsafeCell<usize>,
+}
+
+// SAFETY: `data` is only touched with `lock` held; loom checks that claim.
+unsafe impl Sync for Shared {}
+unsafe impl Send for Shared {}
+
+impl Shared {
+    fn new() -> Arc<Self> {
+        Arc::new(Shared {
+            lock: RawQSpinLock::new(),
+            data: UnsafeCell::new(0),
+        })
+    }
+
+    fn increment(&self, fair: bool) {
+        let guard = self.lock.lock();
+        // SAFETY: the lock is held; loom reports a race if exclusion fails.
+        self.data.with_mut(|d| unsafe { *d += 1 });
+        // SAFETY: `guard` came from `lock()` above.
+        unsafe {
+            if fair {
+                self.lock.unlock_fair(guard)
+            } else {
+                self.lock.unlock(guard)
+            }
+        }
+    }
+
+    fn value(&self) -> usize {
+        // SAFETY: called after every other thread was joined.
+        self.data.with(|d| unsafe { *d })
+    }
+}
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(2);
+    }
+    builder.check(f);
+}
+
+/// Two threads: the fast path and the pending path, with exclusion and
+/// a release/acquire hand-over of the data.
+#[test]
+fn two_threads_fast_and_pending_path() {
+    model(|| {
+        let s = Shared::new();
+        let s2 = s.clone();
+        let t = thread::spawn(move || s2.increment(false));
+        s.increment(false);
+        t.join().unwrap();
+        assert_eq!(s.value(), 2);
+        assert!(!s.lock.is_locked());
+    });
+}
+
+/// A holder that re-acquires while another waits: exercises the batch end
+/// (HANDOFF) and the word waiter's take-over.
+#[test]
+fn holder_reacquires_while_waiter_waits() {
+    model(|| {
+        let s = Shared::new();
+        let s2 = s.clone();
+        let t = thread::spawn(move || s2.increment(false));
+        for _ in 0..2 {
+            s.increment(false);
+        }
+        t.join().unwrap();
+        assert_eq!(s.value(), 3);
+    });
+}
+
+/// Three threads: the third contender queues on an MCS node and is handed
+/// head-ship; fair unlocks reserve the lock for the word waiter.
+#[test]
+fn three_threads_queue_hand_off() {
+    model(|| {
+        let s = Shared::new();
+        let handles: Vec<_> = (0..2)
+            .map(|i| {
+                let s = s.clone();
+                thread::spawn(move || s.increment(i == 0))
+            })
+            .collect();
+        s.increment(true);
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(s.value(), 3);
+        assert!(!s.lock.is_locked());
+    });
+}
