@@ -6,6 +6,8 @@
 //! | --- | --- |
 //! | [`QSpinLock`] | a 4-byte mutex: uncontended cost of a spinlock, FIFO queueing under contention, parks instead of burning a CPU when a waiter or holder is preempted |
 //! | [`QRwLock`] | an 8-byte reader-writer lock: one atomic per read or write when uncontended, readers never block each other while no writer waits, contended readers and writers queue in arrival order (writers never starve) |
+//! | [`SeqLock`] | a small `Copy` value read far more often than written: readers write nothing shared and retry if a write overlapped; no data race in the Rust memory model |
+//! | [`RefreshOnce`] | a value many threads want recomputed (a clock, a cache): one recomputes while the others wait and share its result; every caller gets a result computed after it arrived and waits for at most one update beyond the one in progress |
 //!
 //! All locks implement the [`lock_api`] 0.5 raw traits, so they come with the
 //! usual `Mutex`/`RwLock` guards. The algorithms are `no_std`; how a waiter
@@ -18,6 +20,9 @@ pub mod platform;
 pub mod qnode;
 mod qspinlock;
 mod qrwlock;
+mod refresh;
+mod seqlock;
+mod spin_barrier;
 mod sync;
 mod wait;
 
@@ -25,6 +30,8 @@ pub use crate::qrwlock::{
     QRwLock, QRwLockReadGuard, QRwLockUpgradableReadGuard, QRwLockWriteGuard, RawQRwLock,
 };
 pub use crate::qspinlock::{QSpinLock, QSpinLockGuard, RawQSpinLock};
+pub use crate::refresh::RefreshOnce;
+pub use crate::seqlock::{NoUninit, SeqLock, SeqLockWriteGuard};
 
 /// Test support, not part of the API.
 #[doc(hidden)]
