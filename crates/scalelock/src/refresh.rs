@@ -100,7 +100,7 @@ const ONE_GEN: u32 = 1 << 2;
 const GEN_MASK: u32 = !(ONE_GEN - 1);
 
 /// Backoff steps a waiter spins (the last few yield) before sleeping.
-const SPIN_STEPS: u32 = 12;
+const SPIN_STEPS: u32 = 6;
 
 /// Has the generation in `state` reached `target` (wrapping)?
 #[inline]

@@ -1,0 +1,186 @@
+//! Side-by-side reader-writer lock benchmark: QRwLock against parking_lot's
+//! RwLock and std's RwLock, at read shares of 50, 95 and 100%.
+//!
+//! Every round runs each lock once per (threads, read share), in alternating
+//! order, for `RUNTIME_MS`; the report gives the median over rounds of
+//! throughput and of the ratio to parking_lot *within the same round*, and
+//! the per-thread min/max op counts. Each op: pick read or write with a
+//! per-thread xorshift; a read sums the 4 protected words, a write bumps
+//! them. Run: `cargo bench -p scalelock --bench qrwlock` (env `ROUNDS`,
+//! `RUNTIME_MS`, `THREADS=2,16`, `READS=50,95,100` override the defaults).
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+
+type Data = [u64; 4];
+
+trait BenchRw: Send + Sync + 'static {
+    fn new() -> Self;
+    fn read(&self) -> u64;
+    fn write(&self);
+}
+
+macro_rules! lock_api_rw {
+    ($ty:ty) => {
+        impl BenchRw for $ty {
+            fn new() -> Self {
+                <$ty>::new([0; 4])
+            }
+            #[inline]
+            fn read(&self) -> u64 {
+                self.read().iter().sum()
+            }
+            #[inline]
+            fn write(&self) {
+                let mut g = self.write();
+                for w in g.iter_mut() {
+                    *w = black_box(w.wrapping_add(1));
+                }
+            }
+        }
+    };
+}
+
+lock_api_rw!(scalelock::QRwLock<Data>);
+lock_api_rw!(parking_lot::RwLock<Data>);
+
+impl BenchRw for std::sync::RwLock<Data> {
+    fn new() -> Self {
+        std::sync::RwLock::new([0; 4])
+    }
+    #[inline]
+    fn read(&self) -> u64 {
+        self.read().unwrap().iter().sum()
+    }
+    #[inline]
+    fn write(&self) {
+        let mut g = self.write().unwrap();
+        for w in g.iter_mut() {
+            *w = black_box(w.wrapping_add(1));
+        }
+    }
+}
+
+struct Sample {
+    mops: f64,
+    fairness: f64,
+}
+
+fn sample<L: BenchRw>(threads: usize, read_pct: u64, runtime: Duration) -> Sample {
+    let lock = Arc::new(L::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let barrier = Arc::new(Barrier::new(threads + 1));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (lock, stop, barrier) = (lock.clone(), stop.clone(), barrier.clone());
+            thread::spawn(move || {
+                let mut ops = CachePadded::new(0u64);
+                let mut rng = (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                barrier.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    if rng % 100 < read_pct {
+                        black_box(lock.read());
+                    } else {
+                        lock.write();
+                    }
+                    *ops += 1;
+                }
+                *ops
+            })
+        })
+        .collect();
+    barrier.wait();
+    let start = Instant::now();
+    thread::sleep(runtime);
+    stop.store(true, Ordering::Relaxed);
+    let counts: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let elapsed = start.elapsed().as_secs_f64();
+    let total: u64 = counts.iter().sum();
+    let min = *counts.iter().min().unwrap() as f64;
+    let max = (*counts.iter().max().unwrap()).max(1) as f64;
+    Sample {
+        mops: total as f64 / elapsed / 1e6,
+        fairness: min / max,
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+type Runner = fn(usize, u64, Duration) -> Sample;
+
+fn list(var: &str, default: &str) -> Vec<u64> {
+    std::env::var(var)
+        .unwrap_or_else(|_| default.to_string())
+        .split(',')
+        .map(|t| t.trim().parse().expect(var))
+        .collect()
+}
+
+fn main() {
+    let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
+    let rounds: usize = env("ROUNDS", "5").parse().expect("ROUNDS");
+    let runtime = Duration::from_millis(env("RUNTIME_MS", "300").parse().expect("RUNTIME_MS"));
+    let threads = list("THREADS", "2,16");
+    let reads = list("READS", "50,95,100");
+    // Index 0 is the baseline of the ratio column.
+    let locks: Vec<(&str, Runner)> = vec![
+        ("pl-rwlock", sample::<parking_lot::RwLock<Data>>),
+        ("qrwlock", sample::<scalelock::QRwLock<Data>>),
+        ("std-rwlock", sample::<std::sync::RwLock<Data>>),
+    ];
+    println!(
+        "# {rounds} rounds x {} ms, median over rounds; ratio = lock / pl-rwlock in the same round",
+        runtime.as_millis()
+    );
+    println!("| threads | read % | lock | Mops/s | x pl-rwlock | min/max |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for &t in &threads {
+        for &r in &reads {
+            let mut res: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> =
+                vec![(vec![], vec![], vec![]); locks.len()];
+            for round in 0..rounds {
+                let order: Vec<usize> = if round % 2 == 0 {
+                    (0..locks.len()).collect()
+                } else {
+                    (0..locks.len()).rev().collect()
+                };
+                let mut by_lock: Vec<Option<Sample>> = (0..locks.len()).map(|_| None).collect();
+                for &i in &order {
+                    by_lock[i] = Some((locks[i].1)(t as usize, r, runtime));
+                }
+                let base = by_lock[0].as_ref().unwrap().mops;
+                for (i, s) in by_lock.into_iter().enumerate() {
+                    let s = s.unwrap();
+                    res[i].0.push(s.mops);
+                    res[i].1.push(s.mops / base);
+                    res[i].2.push(s.fairness);
+                }
+            }
+            for (i, (name, _)) in locks.iter().enumerate() {
+                let (m, q, f) = res[i].clone();
+                println!(
+                    "| {t} | {r} | {name} | {:.2} | {:.2} | {:.2} |",
+                    median(m),
+                    median(q),
+                    median(f)
+                );
+            }
+        }
+    }
+}
