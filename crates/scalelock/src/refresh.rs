@@ -363,10 +363,13 @@ mod tests {
             })
         };
         wait_until(|| r.is_refreshing());
+        let arrived = Arc::new(crate::sync::atomic::AtomicU32::new(0));
         let waiters: Vec<_> = (0..2)
             .map(|_| {
                 let (r, g, c) = (r.clone(), gate2.clone(), calls.clone());
+                let arrived = arrived.clone();
                 thread::spawn(move || {
+                    arrived.fetch_add(1, Ordering::Relaxed);
                     r.refresh(|old| {
                         c.fetch_add(1, Ordering::Relaxed);
                         wait_until(|| g.load(Ordering::Acquire));
@@ -375,8 +378,12 @@ mod tests {
                 })
             })
             .collect();
+        // Both waiters must arrive during A's update (a waiter arriving during
+        // the second update would rightly wait for a third).
+        wait_until(|| arrived.load(Ordering::Relaxed) == 2);
+        wait_until(|| r.state.load(Ordering::Relaxed) & PARKED != 0);
         if !cfg!(miri) {
-            thread::sleep(std::time::Duration::from_millis(2));
+            thread::sleep(std::time::Duration::from_millis(20));
         }
         gate1.store(true, Ordering::Release);
         assert_eq!(a.join().unwrap(), 1);
