@@ -1,0 +1,98 @@
+//! The seed's output format, byte for byte:
+//!
+//! ```text
+//! Running locktest with qspinlock [runtime = 10s, load = 1]
+//! Threads = 160, Min/Mean/Max = 77,665/90,153/106,895
+//! Threads = 160, Total Rate = 1,441,759 op/s; Percpu Rate = 9,011 op/s
+//! ```
+//!
+//! Reader-writer locks add `r% = 50%, ` before `load`. Rates are always op/s.
+
+use crate::locks::Kind;
+
+/// `1234567` -> `"1,234,567"`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Seconds as the seed prints them: `10s`, `0.5s`, `0.05s`.
+pub fn runtime(secs: f64) -> String {
+    format!("{secs}s")
+}
+
+/// `Running locktest with NAME [runtime = 1s, (r% = 50%, )load = 1]`.
+pub fn header(lock: &str, kind: Kind, runtime_s: f64, read_pct: Option<u8>, load: u32) -> String {
+    let rt = runtime(runtime_s);
+    match (kind, read_pct) {
+        (Kind::RwLock, Some(r)) => {
+            format!("Running locktest with {lock} [runtime = {rt}, r% = {r}%, load = {load}]")
+        }
+        _ => format!("Running locktest with {lock} [runtime = {rt}, load = {load}]"),
+    }
+}
+
+/// `Threads = N, Min/Mean/Max = a/b/c`.
+pub fn min_mean_max(threads: usize, min: u64, mean: u64, max: u64) -> String {
+    format!(
+        "Threads = {threads}, Min/Mean/Max = {}/{}/{}",
+        thousands(min),
+        thousands(mean),
+        thousands(max)
+    )
+}
+
+/// `Threads = N, Total Rate = x op/s; Percpu Rate = y op/s`.
+pub fn rates(threads: usize, total_rate: u64, percpu_rate: u64) -> String {
+    format!(
+        "Threads = {threads}, Total Rate = {} op/s; Percpu Rate = {} op/s",
+        thousands(total_rate),
+        thousands(percpu_rate)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(47879), "47,879");
+        assert_eq!(thousands(1441759), "1,441,759");
+        assert_eq!(thousands(u64::MAX), "18,446,744,073,709,551,615");
+    }
+
+    #[test]
+    fn seed_lines() {
+        assert_eq!(
+            header("rwlock", Kind::RwLock, 10.0, Some(50), 1),
+            "Running locktest with rwlock [runtime = 10s, r% = 50%, load = 1]"
+        );
+        assert_eq!(
+            header("spinlock", Kind::Mutex, 10.0, None, 1),
+            "Running locktest with spinlock [runtime = 10s, load = 1]"
+        );
+        assert_eq!(
+            header("qspinlock", Kind::Mutex, 0.5, Some(50), 1),
+            "Running locktest with qspinlock [runtime = 0.5s, load = 1]"
+        );
+        assert_eq!(
+            min_mean_max(160, 47879, 53807, 63689),
+            "Threads = 160, Min/Mean/Max = 47,879/53,807/63,689"
+        );
+        assert_eq!(
+            rates(160, 860192, 5376),
+            "Threads = 160, Total Rate = 860,192 op/s; Percpu Rate = 5,376 op/s"
+        );
+    }
+}

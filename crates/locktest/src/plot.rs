@@ -1,0 +1,343 @@
+//! The charts, drawn with plotters into SVG and PNG side by side:
+//!
+//! - `throughput-mutex`, `throughput-rwlock-rNN`: total op/s against
+//!   threads, one line per lock (log scale: locks differ by orders of
+//!   magnitude once threads outnumber cores).
+//! - `fairness-mutex`, `fairness-rwlock-rNN`: per-thread op/s at each thread
+//!   count, a bar from the slowest to the fastest thread with a dot at the
+//!   mean; a short bar is a fair lock.
+//!
+//! Each point is the run with the median total rate over the rounds. Text
+//! uses the DejaVu Sans font shipped in `assets/` (through ab_glyph), so no
+//! system font configuration is needed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+
+use crate::locks::{self, Kind};
+use crate::report::{self, RunRecord};
+
+const SIZE: (u32, u32) = (1100, 650);
+const FONT: &str = "sans-serif";
+
+/// Distinct line colours, scalelock's locks first.
+const COLORS: [RGBColor; 12] = [
+    RGBColor(214, 39, 40),
+    RGBColor(31, 119, 180),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+    RGBColor(0, 0, 0),
+    RGBColor(255, 187, 120),
+];
+
+/// Registers the shipped font once.
+fn font_ready() -> Result<(), String> {
+    static READY: OnceLock<bool> = OnceLock::new();
+    let ok = *READY.get_or_init(|| {
+        let bytes: &'static [u8] = include_bytes!("../assets/DejaVuSans.ttf");
+        plotters::style::register_font(FONT, FontStyle::Normal, bytes).is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err("the shipped DejaVu Sans font did not load".into())
+    }
+}
+
+/// One chart's data: the thread counts on the x axis, and per lock the run
+/// at each of them (by x index).
+struct Panel<'a> {
+    stem: String,
+    title: String,
+    threads: Vec<usize>,
+    series: Vec<(&'static str, bool, BTreeMap<usize, &'a RunRecord>)>,
+}
+
+fn panels<'a>(runs: &'a [RunRecord]) -> Vec<Panel<'a>> {
+    let medians = report::median_runs(runs);
+    let mut panels = Vec::new();
+    let mut configs: Vec<(Kind, Option<u8>)> = medians
+        .keys()
+        .map(|((kind, _, r), _)| (*kind, *r))
+        .collect();
+    configs.sort();
+    configs.dedup();
+    for (kind, pct) in configs {
+        let mut threads: Vec<usize> = medians
+            .keys()
+            .filter(|((k, _, r), _)| *k == kind && *r == pct)
+            .map(|((_, t, _), _)| *t)
+            .collect();
+        threads.sort_unstable();
+        threads.dedup();
+        let mut series = Vec::new();
+        for info in locks::REGISTRY.iter().filter(|l| l.kind == kind) {
+            let points: BTreeMap<usize, &RunRecord> = threads
+                .iter()
+                .enumerate()
+                .filter_map(|(i, t)| {
+                    medians
+                        .get(&((kind, *t, pct), info.name.to_string()))
+                        .map(|r| (i, *r))
+                })
+                .collect();
+            if !points.is_empty() {
+                series.push((
+                    info.name,
+                    info.name.starts_with('q') || info.name == "percpu-rwlock",
+                    points,
+                ));
+            }
+        }
+        let (stem, what) = match pct {
+            None => ("mutex".to_string(), "mutexes".to_string()),
+            Some(r) => (format!("rwlock-r{r}"), format!("rwlocks, {r}% reads")),
+        };
+        let load = series
+            .first()
+            .and_then(|s| s.2.values().next())
+            .map(|r| format!("load = {}, runtime = {}s", r.load, r.runtime))
+            .unwrap_or_default();
+        panels.push(Panel {
+            stem,
+            title: format!("{what} ({load})"),
+            threads,
+            series,
+        });
+    }
+    panels
+}
+
+/// 1234567.0 -> "1.2M".
+fn human(v: f64) -> String {
+    let (scaled, unit) = if v >= 1e9 {
+        (v / 1e9, "G")
+    } else if v >= 1e6 {
+        (v / 1e6, "M")
+    } else if v >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    if scaled >= 10.0 || scaled == scaled.trunc() {
+        format!("{scaled:.0}{unit}")
+    } else {
+        format!("{scaled:.1}{unit}")
+    }
+}
+
+/// A log-scale range covering every value, with some room.
+fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+    for v in values.filter(|v| *v > 0.0) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return (1.0, 10.0);
+    }
+    (lo / 2.0, hi * 2.0)
+}
+
+fn x_label(threads: &[usize], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() > 1e-6 || i < 0.0 {
+        return String::new();
+    }
+    threads
+        .get(i as usize)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+fn throughput<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, p: &Panel) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(err)?;
+    let (lo, hi) = log_range(
+        p.series
+            .iter()
+            .flat_map(|s| s.2.values().map(|r| r.total_rate as f64)),
+    );
+    let n = p.threads.len() as f64;
+    let mut chart = ChartBuilder::on(root)
+        .caption(format!("Throughput: {}", p.title), (FONT, 24))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5..n - 0.5, (lo..hi).log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(p.threads.len() * 2 + 1)
+        .x_label_formatter(&|x| x_label(&p.threads, *x))
+        .y_label_formatter(&|y| human(*y))
+        .x_desc("threads")
+        .y_desc("total op/s (log)")
+        .label_style((FONT, 16))
+        .draw()
+        .map_err(err)?;
+    for (i, (name, ours, points)) in p.series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let width = if *ours { 4 } else { 2 };
+        let line: Vec<(f64, f64)> = points
+            .iter()
+            .map(|(x, r)| (*x as f64, (r.total_rate as f64).max(lo)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(line.clone(), color.stroke_width(width)))
+            .map_err(err)?
+            .label(*name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
+            });
+        chart
+            .draw_series(
+                line.into_iter()
+                    .map(|pt| Circle::new(pt, 4, color.filled())),
+            )
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, 15))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+fn fairness<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, p: &Panel) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(err)?;
+    let per_s = |count: u64, r: &RunRecord| count as f64 / r.elapsed.max(1e-9);
+    let (lo, hi) = log_range(p.series.iter().flat_map(|s| {
+        s.2.values()
+            .flat_map(move |r| [per_s(r.min, r), per_s(r.max, r)])
+    }));
+    let n = p.threads.len() as f64;
+    let mut chart = ChartBuilder::on(root)
+        .caption(format!("Per-thread fairness: {}", p.title), (FONT, 24))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5..n - 0.5, (lo..hi).log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(p.threads.len() * 2 + 1)
+        .x_label_formatter(&|x| x_label(&p.threads, *x))
+        .y_label_formatter(&|y| human(*y))
+        .x_desc("threads (bar: slowest to fastest thread, dot: mean)")
+        .y_desc("op/s per thread (log)")
+        .label_style((FONT, 16))
+        .draw()
+        .map_err(err)?;
+    let m = p.series.len().max(1) as f64;
+    let slot = 0.8 / m;
+    for (i, (name, ours, points)) in p.series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let width = if *ours { 4 } else { 2 };
+        let dx = (i as f64 - (m - 1.0) / 2.0) * slot;
+        let bars: Vec<PathElement<(f64, f64)>> = points
+            .iter()
+            .map(|(x, r)| {
+                let x = *x as f64 + dx;
+                PathElement::new(
+                    vec![(x, per_s(r.min, r).max(lo)), (x, per_s(r.max, r).max(lo))],
+                    color.stroke_width(width),
+                )
+            })
+            .collect();
+        chart
+            .draw_series(bars)
+            .map_err(err)?
+            .label(*name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
+            });
+        chart
+            .draw_series(points.iter().map(|(x, r)| {
+                Circle::new(
+                    (*x as f64 + dx, per_s(r.mean, r).max(lo)),
+                    4,
+                    color.filled(),
+                )
+            }))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, 15))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+fn located(path: &Path, e: String) -> String {
+    format!("{}: {e}", path.display())
+}
+
+/// Draws every chart into `dir` as SVG and PNG; returns the files written.
+pub fn draw_all(runs: &[RunRecord], dir: &Path) -> Result<Vec<PathBuf>, String> {
+    font_ready()?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    for p in panels(runs) {
+        let file = |chart: &str, ext: &str| dir.join(format!("{chart}-{}.{ext}", p.stem));
+
+        let path = file("throughput", "svg");
+        throughput(&SVGBackend::new(&path, SIZE).into_drawing_area(), &p)
+            .map_err(|e| located(&path, e))?;
+        files.push(path);
+        let path = file("throughput", "png");
+        throughput(&BitMapBackend::new(&path, SIZE).into_drawing_area(), &p)
+            .map_err(|e| located(&path, e))?;
+        files.push(path);
+        let path = file("fairness", "svg");
+        fairness(&SVGBackend::new(&path, SIZE).into_drawing_area(), &p)
+            .map_err(|e| located(&path, e))?;
+        files.push(path);
+        let path = file("fairness", "png");
+        fairness(&BitMapBackend::new(&path, SIZE).into_drawing_area(), &p)
+            .map_err(|e| located(&path, e))?;
+        files.push(path);
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human;
+
+    #[test]
+    fn human_numbers() {
+        assert_eq!(human(5.0), "5");
+        assert_eq!(human(1500.0), "1.5k");
+        assert_eq!(human(2_000_000.0), "2M");
+        assert_eq!(human(12_300_000.0), "12M");
+    }
+}
