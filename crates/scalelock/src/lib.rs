@@ -6,6 +6,7 @@
 //! | --- | --- |
 //! | [`QSpinLock`] | a 4-byte mutex: uncontended cost of a spinlock, FIFO queueing under contention, parks instead of burning a CPU when a waiter or holder is preempted |
 //! | [`QRwLock`] | an 8-byte reader-writer lock: one atomic per read or write when uncontended, readers never block each other while no writer waits, contended readers and writers queue in arrival order (writers never starve) |
+//! | [`PerCpuRwLock`] | read-mostly data read by many threads at once: a read writes only the reading thread's own cache line (no shared atomic), writes pay a membarrier and a scan of the reader slots, then stay cheap while writes dominate (BRAVO); 16 bytes plus a [`ReaderTable`] shared by a class of locks |
 //! | [`SeqLock`] | a small `Copy` value read far more often than written: readers write nothing shared and retry if a write overlapped; no data race in the Rust memory model |
 //! | [`RefreshOnce`] | a value many threads want recomputed (a clock, a cache): one recomputes while the others wait and share its result; every caller gets a result computed after it arrived and waits for at most one update beyond the one in progress |
 //!
@@ -20,6 +21,8 @@ pub mod platform;
 pub mod qnode;
 mod qspinlock;
 mod qrwlock;
+mod percpu_rwlock;
+pub mod reader_table;
 mod refresh;
 mod seqlock;
 mod spin_barrier;
@@ -30,6 +33,11 @@ pub use crate::qrwlock::{
     QRwLock, QRwLockReadGuard, QRwLockUpgradableReadGuard, QRwLockWriteGuard, RawQRwLock,
 };
 pub use crate::qspinlock::{QSpinLock, QSpinLockGuard, RawQSpinLock};
+pub use crate::percpu_rwlock::{
+    PerCpuReadToken, PerCpuRwLock, PerCpuRwLockExt, PerCpuRwLockReadGuard, PerCpuRwLockWriteGuard,
+    PerCpuWriteToken, RawPerCpuRwLock,
+};
+pub use crate::reader_table::ReaderTable;
 pub use crate::refresh::RefreshOnce;
 pub use crate::seqlock::{NoUninit, SeqLock, SeqLockWriteGuard};
 

@@ -66,4 +66,10 @@ unsafe impl Platform for LoomPlatform {
     fn cpu_count() -> usize {
         2
     }
+    fn reader_slot() -> Option<usize> {
+        crate::reader_table::thread_slot::current()
+    }
+    fn reader_slot_bound() -> usize {
+        crate::reader_table::thread_slot::bound()
+    }
 }

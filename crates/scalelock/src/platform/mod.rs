@@ -73,6 +73,11 @@ pub type DefaultPlatform = LoomPlatform;
 /// - `queue_node` never returns an index that another context is using to wait
 ///   at the same time, and `node(i)` always returns the same, never-freed node
 ///   for the indices `queue_node` hands out.
+/// - `reader_slot` never returns an index that another context may write a
+///   reader slot with at the same time (a context keeps its index while any
+///   of its read guards lives), and `reader_slot_bound` is at least one past
+///   every index returned by a `reader_slot` call that precedes the caller's
+///   preceding `heavy_fence`/`fence(SeqCst)`.
 pub unsafe trait Platform: 'static {
     /// One iteration of a busy-wait loop (`pause` on x86).
     fn relax();
@@ -110,4 +115,20 @@ pub unsafe trait Platform: 'static {
     fn cpu_id() -> usize;
     /// An upper bound on `cpu_id() + 1` (possible CPUs, not online ones).
     fn cpu_count() -> usize;
+    /// The calling context's reader slot index in every
+    /// [`ReaderTable`](crate::ReaderTable) (below
+    /// [`reader_table::SLOTS`](crate::reader_table::SLOTS)), or `None` to
+    /// take reads through the underlying lock. Std: one index per thread;
+    /// a kernel with preemption off during read sections may return
+    /// `cpu_id()`. The default has no slots.
+    #[inline]
+    fn reader_slot() -> Option<usize> {
+        None
+    }
+    /// One past every index `reader_slot` has returned so far, in any
+    /// context; per-CPU rwlock writers scan slots `0..reader_slot_bound()`.
+    #[inline]
+    fn reader_slot_bound() -> usize {
+        0
+    }
 }

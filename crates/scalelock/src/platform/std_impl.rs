@@ -134,6 +134,16 @@ unsafe impl Platform for StdPlatform {
         static COUNT: OnceLock<usize> = OnceLock::new();
         *COUNT.get_or_init(possible_cpus)
     }
+
+    #[inline]
+    fn reader_slot() -> Option<usize> {
+        crate::reader_table::thread_slot::current()
+    }
+
+    #[inline]
+    fn reader_slot_bound() -> usize {
+        crate::reader_table::thread_slot::bound()
+    }
 }
 
 /// Number of possible CPU ids: the kernel's `possible` mask bounds every id

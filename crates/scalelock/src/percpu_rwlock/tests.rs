@@ -1,0 +1,278 @@
+//! Unit tests of `RawPerCpuRwLock` (small enough for Miri).
+
+use std::boxed::Box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as O};
+use std::thread;
+use std::vec::Vec;
+
+use lock_api::{RawRwLock, RawRwLockDowngrade};
+
+use super::*;
+use crate::reader_table::thread_slot;
+
+const ITERS: usize = if cfg!(miri) { 30 } else { 5_000 };
+
+static XEN: ReaderTable = ReaderTable::with_inhibition(0);
+static OTHER: ReaderTable = ReaderTable::new();
+
+fn fast(token: &PerCpuReadToken) -> bool {
+    token
+        .slot
+        .is_some_and(|s| s.word().load(O::Relaxed) & UNDERLYING == 0)
+}
+
+#[test]
+fn size() {
+    assert!(core::mem::size_of::<RawPerCpuRwLock>() <= 16);
+    assert_eq!(core::mem::size_of::<PerCpuReadToken>(), 8);
+    assert_eq!(core::mem::size_of::<ReaderTable>(), 64 * 128 + 128);
+}
+
+#[test]
+fn read_write_basics() {
+    let lock = PerCpuRwLock::new(5u32);
+    assert_eq!(*lock.read(), 5);
+    *lock.write() += 1;
+    assert_eq!(*lock.read(), 6);
+    assert!(lock.try_write().is_some());
+    let r = lock.read();
+    assert!(lock.is_locked());
+    assert!(!lock.is_locked_exclusive());
+    drop(r);
+    assert!(!lock.is_locked());
+    let w = lock.write();
+    assert!(lock.is_locked_exclusive());
+    assert!(lock.try_read().is_none());
+    drop(w);
+    assert!(!lock.is_locked());
+}
+
+#[test]
+fn first_read_is_fast_and_xen_mode_restores_bias() {
+    let raw = RawPerCpuRwLock::<DefaultPlatform>::with_table(&XEN);
+    let t = raw.lock_shared();
+    assert!(fast(&t));
+    // SAFETY: `t` came from `lock_shared` on this thread.
+    unsafe { raw.unlock_shared(t) };
+    let w = raw.lock_exclusive();
+    assert!(w.restore_fast);
+    // SAFETY: `w` came from `lock_exclusive`.
+    unsafe { raw.unlock_exclusive(w) };
+    // Xen mode: the bias is back right after the write.
+    let t = raw.lock_shared();
+    assert!(fast(&t));
+    // SAFETY: as above.
+    unsafe { raw.unlock_shared(t) };
+}
+
+#[test]
+fn bravo_inhibits_then_slow_reader_restores() {
+    let raw = RawPerCpuRwLock::<DefaultPlatform>::new();
+    let t = raw.lock_shared();
+    assert!(fast(&t));
+    // SAFETY: from `lock_shared` above.
+    unsafe { raw.unlock_shared(t) };
+    let w = raw.lock_exclusive();
+    assert!(!w.restore_fast);
+    // SAFETY: from `lock_exclusive` above.
+    unsafe { raw.unlock_exclusive(w) };
+    assert_eq!(
+        raw.state.load(O::Relaxed) & FAST,
+        0,
+        "bias stays off after a write"
+    );
+    // Within a few windows (<= 1.6 ms each) a slow reader turns it back on.
+    let mut reenabled = false;
+    for _ in 0..if cfg!(miri) { 20 } else { 2_000 } {
+        let t = raw.lock_shared();
+        // SAFETY: from `lock_shared` above.
+        unsafe { raw.unlock_shared(t) };
+        if raw.state.load(O::Relaxed) & FAST != 0 {
+            reenabled = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    assert!(reenabled || cfg!(miri));
+}
+
+#[test]
+fn recursive_reads_any_order() {
+    let raw = RawPerCpuRwLock::<DefaultPlatform>::new();
+    let a = raw.lock_shared();
+    let b = raw.lock_shared();
+    let c = raw.try_lock_shared().unwrap();
+    assert!(raw.try_lock_exclusive().is_none());
+    // SAFETY: all three tokens came from this lock on this thread.
+    unsafe {
+        raw.unlock_shared(a);
+        assert!(raw.is_locked());
+        raw.unlock_shared(c);
+        raw.unlock_shared(b);
+    }
+    assert!(!raw.is_locked());
+    let w = raw.try_lock_exclusive().unwrap();
+    // SAFETY: from `try_lock_exclusive` above.
+    unsafe { raw.unlock_exclusive(w) };
+}
+
+#[test]
+fn recursive_read_during_revocation_does_not_deadlock() {
+    // Reader holds a fast read; a writer revokes and waits for our slot; our
+    // second read must not queue behind it.
+    let lock = Arc::new(RawPerCpuRwLock::<DefaultPlatform>::with_table(&XEN));
+    let outer = lock.lock_shared();
+    assert!(fast(&outer));
+    let writer_in = Arc::new(AtomicBool::new(false));
+    let w = {
+        let (lock, writer_in) = (lock.clone(), writer_in.clone());
+        thread::spawn(move || {
+            let t = lock.lock_exclusive();
+            writer_in.store(true, O::SeqCst);
+            // SAFETY: from `lock_exclusive` above.
+            unsafe { lock.unlock_exclusive(t) };
+        })
+    };
+    // Wait until the writer has cleared FAST (it then waits on our slot).
+    while lock.state.load(O::SeqCst) & FAST != 0 {
+        thread::yield_now();
+    }
+    let inner = lock.lock_shared();
+    assert!(!writer_in.load(O::SeqCst));
+    // SAFETY: both tokens came from this lock on this thread.
+    unsafe {
+        lock.unlock_shared(inner);
+        lock.unlock_shared(outer);
+    }
+    w.join().unwrap();
+    assert!(writer_in.load(O::SeqCst));
+}
+
+#[test]
+fn nested_locks_of_one_table_fall_back() {
+    let a = RawPerCpuRwLock::<DefaultPlatform>::new();
+    let b = RawPerCpuRwLock::<DefaultPlatform>::new();
+    let c = RawPerCpuRwLock::<DefaultPlatform>::with_table(&OTHER);
+    let ta = a.lock_shared();
+    let tb = b.lock_shared();
+    let tc = c.lock_shared();
+    assert!(fast(&ta));
+    assert!(
+        tb.slot.is_none(),
+        "the slot is busy with `a`: underlying lock"
+    );
+    assert!(fast(&tc), "another table has its own slot");
+    assert!(b.is_locked() && a.is_locked() && c.is_locked());
+    assert!(b.try_lock_exclusive().is_none());
+    // SAFETY: each token came from its lock on this thread.
+    unsafe {
+        a.unlock_shared(ta);
+        b.unlock_shared(tb);
+        c.unlock_shared(tc);
+    }
+    assert!(!a.is_locked() && !b.is_locked() && !c.is_locked());
+}
+
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "recursive read")]
+fn recursion_through_underlying_lock_panics_in_debug() {
+    let a = RawPerCpuRwLock::<DefaultPlatform>::new();
+    let b = RawPerCpuRwLock::<DefaultPlatform>::new();
+    let _ta = a.lock_shared();
+    let _tb1 = b.lock_shared();
+    let _tb2 = b.lock_shared();
+}
+
+#[test]
+fn downgrade() {
+    let raw = RawPerCpuRwLock::<DefaultPlatform>::new();
+    let w = raw.lock_exclusive();
+    // SAFETY: from `lock_exclusive` above.
+    let r = unsafe { raw.downgrade(w) };
+    assert!(raw.is_locked() && !raw.is_locked_exclusive());
+    assert!(raw.try_lock_exclusive().is_none());
+    let r2 = raw.lock_shared();
+    // SAFETY: tokens from this lock on this thread.
+    unsafe {
+        raw.unlock_shared(r);
+        raw.unlock_shared(r2);
+    }
+    assert!(!raw.is_locked());
+}
+
+#[test]
+fn forgotten_guard_does_not_haunt_a_new_lock_at_the_same_address() {
+    thread::spawn(|| {
+        static GHOSTS: ReaderTable = ReaderTable::new();
+        let mut lock = Box::new(RawPerCpuRwLock::<DefaultPlatform>::with_table(&GHOSTS));
+        let addr = &*lock as *const _ as usize;
+        let _forgotten = lock.lock_shared(); // a token never unlocked
+        // A new lock in the same memory (the old one is dropped in place).
+        *lock = RawPerCpuRwLock::with_table(&GHOSTS);
+        assert_eq!(&*lock as *const _ as usize, addr);
+        let w = lock.lock_exclusive();
+        // SAFETY: from `lock_exclusive` above.
+        unsafe { lock.unlock_exclusive(w) };
+        // Same for a lock built by `INIT` (its id is assigned lazily).
+        *lock = RawPerCpuRwLock::new();
+        let w = lock.lock_exclusive();
+        // SAFETY: as above.
+        unsafe { lock.unlock_exclusive(w) };
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn exited_threads_give_their_slot_back() {
+    let lock = Arc::new(RawPerCpuRwLock::<DefaultPlatform>::new());
+    for _ in 0..if cfg!(miri) { 4 } else { 100 } {
+        let lock = lock.clone();
+        thread::spawn(move || {
+            let t = lock.lock_shared();
+            assert!(t.slot.is_some(), "indices are recycled at thread exit");
+            // SAFETY: from `lock_shared` above.
+            unsafe { lock.unlock_shared(t) };
+        })
+        .join()
+        .unwrap();
+    }
+    assert!(thread_slot::bound() <= crate::reader_table::SLOTS);
+}
+
+#[test]
+fn readers_and_writers_exclude() {
+    struct Shared {
+        lock: PerCpuRwLock<[usize; 2]>,
+        writes: AtomicUsize,
+    }
+    let s = Arc::new(Shared {
+        lock: PerCpuRwLock::new([0, 0]),
+        writes: AtomicUsize::new(0),
+    });
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let s = s.clone();
+            thread::spawn(move || {
+                for i in 0..ITERS {
+                    if (i + t) % 10 == 0 {
+                        let mut g = s.lock.write();
+                        g[0] += 1;
+                        g[1] += 1;
+                        s.writes.fetch_add(1, O::Relaxed);
+                    } else {
+                        let g = s.lock.read();
+                        assert_eq!(g[0], g[1]);
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let g = s.lock.read();
+    assert_eq!(g[0], s.writes.load(O::Relaxed));
+}

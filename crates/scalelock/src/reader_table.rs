@@ -1,0 +1,446 @@
+//! Reader slot tables for [`RawPerCpuRwLock`](crate::RawPerCpuRwLock).
+//!
+//! A [`ReaderTable`] is an array of [`SLOTS`] reader slots, one cache-line
+//! pair each. A reader context (a thread, under the std platform) owns one
+//! slot *index*, handed out by [`Platform::reader_slot`]; that index names
+//! its slot in every table. A table serves a whole class of locks (Xen: one
+//! per-CPU variable per lock type; folly: one global table): the slot records
+//! which lock of the class the context currently read-holds on the fast
+//! path, by the lock's unique id, never by its address.
+//!
+//! # Slot word
+//! ```text
+//!  bit 63 ................ 16     15          14 ........ 0
+//! +--------------------------+------------+----------------+
+//! | lock id (48 bits)        | UNDERLYING | depth (15 bits) |
+//! +--------------------------+------------+----------------+
+//! ```
+//! `0` means free. Only the owning context writes its slot (plain stores, no
+//! read-modify-write); writers of the lock only read it.
+//!
+//! # Size
+//! `size_of::<ReaderTable>()` is `SLOTS * 128 + 128` bytes = 8,320 bytes for
+//! 64 slots, whatever the CPU count: slots are per *thread* (see the
+//! `percpu_rwlock` module docs for why), and at most 64 threads alive at once
+//! get one; further threads take every read through the underlying lock,
+//! which is correct, only slower. A writer scans only the indices handed out
+//! so far ([`Platform::reader_slot_bound`]), not the whole table.
+//!
+//! # Registry
+//! The lock stores its table as a 7-bit index, not a pointer, to stay 16
+//! bytes: index 0 is the process-wide default table, indices 1..=127 are
+//! user tables, registered on first use by [`RawPerCpuRwLock::with_table`]
+//! and never unregistered (tables are `'static`).
+//!
+//! [`Platform::reader_slot`]: crate::platform::Platform::reader_slot
+//! [`Platform::reader_slot_bound`]: crate::platform::Platform::reader_slot_bound
+//! [`RawPerCpuRwLock::with_table`]: crate::RawPerCpuRwLock::with_table
+
+use core::ptr;
+
+use crate::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicU64, Ordering};
+
+/// Reader slots per table: the most reader contexts that can use the fast
+/// path at once. (Four under loom, to keep models small.)
+pub const SLOTS: usize = if cfg!(loom) { 4 } else { 64 };
+
+/// Registered tables: index 0 (the default table) plus 127 user tables.
+const MAX_TABLES: usize = 128;
+
+/// The bias inhibition multiplier of [`ReaderTable::new`] (BRAVO's `N`).
+pub const DEFAULT_INHIBIT: u8 = 9;
+
+/// One 64-byte line.
+#[repr(align(64))]
+struct Line<T>(T);
+
+/// A reader slot: the slot word on one line, and on the adjacent line the
+/// count of writers parked waiting for this slot to change. The pair is
+/// 128-byte aligned (x86 prefetches lines in pairs), so no other context's
+/// slot shares it; a writer's park/unpark dirties only the second line.
+#[repr(C, align(128))]
+pub(crate) struct Slot {
+    word: Line<AtomicU64>,
+    waiters: Line<AtomicU32>,
+}
+
+impl Slot {
+    #[cfg(not(loom))]
+    const fn new() -> Self {
+        Self {
+            word: Line(AtomicU64::new(0)),
+            waiters: Line(AtomicU32::new(0)),
+        }
+    }
+    #[cfg(loom)]
+    fn new() -> Self {
+        Self {
+            word: Line(AtomicU64::new(0)),
+            waiters: Line(AtomicU32::new(0)),
+        }
+    }
+
+    /// The slot word (layout in the module docs).
+    #[inline]
+    pub(crate) fn word(&self) -> &AtomicU64 {
+        &self.word.0
+    }
+
+    /// Writers parked on this slot's address.
+    #[inline]
+    pub(crate) fn waiters(&self) -> &AtomicU32 {
+        &self.waiters.0
+    }
+
+    /// The address writers park on.
+    #[inline]
+    pub(crate) fn park_addr(&self) -> usize {
+        self as *const Self as usize
+    }
+}
+
+/// A table of reader slots shared by a class of [`PerCpuRwLock`]s.
+///
+/// Declare one per lock class whose reads nest inside reads of another class
+/// (a context has one slot per table, so a read of a second lock of the same
+/// table while the first is held goes through the underlying lock):
+///
+/// ```
+/// use scalelock::{PerCpuRwLock, PerCpuRwLockExt, ReaderTable};
+///
+/// static DOMAIN_LOCKS: ReaderTable = ReaderTable::new();
+///
+/// let grants = PerCpuRwLock::with_table(&DOMAIN_LOCKS, vec![0u32; 16]);
+/// assert_eq!(grants.read().len(), 16);
+/// ```
+///
+/// The lock remembers its table, so a read or write can never be paired
+/// with the wrong table. See the [module docs](self) for the size.
+///
+/// [`PerCpuRwLock`]: crate::PerCpuRwLock
+#[repr(C)]
+pub struct ReaderTable {
+    slots: [Slot; SLOTS],
+    /// Registry index; 0 = the default table, or a user table not yet
+    /// registered.
+    index: AtomicU8,
+    /// BRAVO multiplier: after a writer revoked the read fast path, readers
+    /// stay on the underlying lock for `inhibit` times as long as the
+    /// revocation took. 0: the writer re-enables the fast path at unlock
+    /// (the Xen behaviour).
+    inhibit: u8,
+}
+
+impl ReaderTable {
+    /// An empty table with the default bias inhibition
+    /// ([`DEFAULT_INHIBIT`]).
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self::with_inhibition(DEFAULT_INHIBIT)
+    }
+
+    /// An empty table whose writers, after revoking the read fast path, keep
+    /// readers on the underlying lock for `multiplier` times the revocation's
+    /// cost (BRAVO). `0` re-enables the fast path at every write unlock, so
+    /// every write pays the revocation (a membarrier and a slot scan).
+    #[cfg(not(loom))]
+    pub const fn with_inhibition(multiplier: u8) -> Self {
+        Self {
+            slots: [const { Slot::new() }; SLOTS],
+            index: AtomicU8::new(0),
+            inhibit: multiplier,
+        }
+    }
+
+    /// An empty table with the default bias inhibition.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self::with_inhibition(DEFAULT_INHIBIT)
+    }
+
+    /// An empty table with the given bias inhibition multiplier.
+    #[cfg(loom)]
+    pub fn with_inhibition(multiplier: u8) -> Self {
+        Self {
+            slots: core::array::from_fn(|_| Slot::new()),
+            index: AtomicU8::new(0),
+            inhibit: multiplier,
+        }
+    }
+
+    /// The process-wide table used by [`PerCpuRwLock::new`](crate::PerCpuRwLock).
+    pub fn global() -> &'static ReaderTable {
+        default_table()
+    }
+
+    /// The bias inhibition multiplier.
+    #[inline]
+    pub(crate) fn inhibit(&self) -> u8 {
+        self.inhibit
+    }
+
+    /// Slot `i`, if the table has one.
+    #[inline]
+    pub(crate) fn slot(&self, i: usize) -> Option<&Slot> {
+        self.slots.get(i)
+    }
+
+    /// This table's registry index, registering it on first use.
+    ///
+    /// # Panics
+    /// If 127 user tables are already registered.
+    pub(crate) fn register(&'static self) -> u8 {
+        if ptr::eq(self, default_table()) {
+            return 0;
+        }
+        let index = self.index.load(Ordering::Acquire);
+        if index != 0 {
+            return index;
+        }
+        register_slow(self)
+    }
+}
+
+#[cfg(not(loom))]
+impl Default for ReaderTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl core::fmt::Debug for ReaderTable {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ReaderTable")
+            .field("index", &self.index.load(Ordering::Relaxed))
+            .field("inhibit", &self.inhibit)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(not(loom))]
+static DEFAULT: ReaderTable = ReaderTable::new();
+#[cfg(not(loom))]
+static REGISTRY: [AtomicPtr<ReaderTable>; MAX_TABLES] =
+    [const { AtomicPtr::new(ptr::null_mut()) }; MAX_TABLES];
+
+#[cfg(loom)]
+loom::lazy_static! {
+    static ref DEFAULT: ReaderTable = ReaderTable::new();
+    static ref REGISTRY: [AtomicPtr<ReaderTable>; MAX_TABLES] =
+        core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut()));
+}
+
+#[inline]
+fn default_table() -> &'static ReaderTable {
+    &DEFAULT
+}
+
+#[cold]
+fn register_slow(table: &'static ReaderTable) -> u8 {
+    let me = table as *const ReaderTable as *mut ReaderTable;
+    for (i, entry) in REGISTRY.iter().enumerate().skip(1) {
+        // Release pairs with the Acquire in `table_at`: whoever finds the
+        // pointer sees the table's (const-initialised) contents.
+        if entry
+            .compare_exchange(ptr::null_mut(), me, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            continue;
+        }
+        // Acquire/Release pair with `register`'s Acquire load and a racing
+        // registration of the same table.
+        return match table
+            .index
+            .compare_exchange(0, i as u8, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => i as u8,
+            Err(theirs) => {
+                // Another thread registered this table first: free our entry.
+                entry.store(ptr::null_mut(), Ordering::Relaxed);
+                theirs
+            }
+        };
+    }
+    panic!(
+        "scalelock: more than {} ReaderTables registered",
+        MAX_TABLES - 1
+    );
+}
+
+/// The table registered as `index` (0: the default table).
+#[inline]
+pub(crate) fn table_at(index: usize) -> &'static ReaderTable {
+    if index == 0 {
+        return default_table();
+    }
+    // Acquire pairs with the Release in `register_slow`.
+    let p = REGISTRY[index].load(Ordering::Acquire);
+    debug_assert!(!p.is_null(), "lock names an unregistered table");
+    // SAFETY: a lock only stores an index returned by `register`, which
+    // returns after the registry entry holds a pointer to a `'static` table;
+    // entries of registered tables are never cleared (only the loser of a
+    // registration race clears its own entry, whose index no lock received).
+    // The lock reached this thread through some synchronisation that carried
+    // that store with it.
+    unsafe { &*p }
+}
+
+/// Whether slot `index` is free in every registered table (thread exit).
+#[cfg(all(feature = "std", not(loom)))]
+fn all_free(index: usize) -> bool {
+    (0..MAX_TABLES).all(|t| {
+        let table = if t == 0 {
+            default_table()
+        } else {
+            let p = REGISTRY[t].load(Ordering::Acquire);
+            if p.is_null() {
+                return true;
+            }
+            // SAFETY: non-null registry entries point to `'static` tables.
+            unsafe { &*p }
+        };
+        table.slots[index].word().load(Ordering::Relaxed) == 0
+    })
+}
+
+/// Per-thread slot indices for the std platform.
+///
+/// A thread takes the lowest free index on its first read and gives it back
+/// when it exits, but only if its slot is free in every table: a guard that
+/// is dropped by a later thread-local destructor, or was forgotten, keeps
+/// writing (or naming a lock in) that slot, so the index is then retired for
+/// good (a forgotten guard holds its lock forever anyway). `bound` is the
+/// high-water mark of indices ever handed out: writers scan `0..bound`.
+#[cfg(all(feature = "std", not(loom)))]
+pub(crate) mod thread_slot {
+    use core::cell::Cell;
+
+    use super::SLOTS;
+    use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+    const _: () = assert!(SLOTS <= 64, "one bitmap word");
+
+    /// `INDEX` value before the thread asked for a slot.
+    const UNSET: u32 = 0;
+    /// `INDEX` value once the thread gave its slot back (it is exiting).
+    const DEAD: u32 = u32::MAX;
+
+    /// Bit `i`: index `i` is owned by a live thread (or retired).
+    static USED: AtomicU64 = AtomicU64::new(0);
+    /// One past the highest index ever handed out.
+    static BOUND: AtomicUsize = AtomicUsize::new(0);
+
+    std::thread_local! {
+        /// `UNSET`, `DEAD`, or the thread's index + 1.
+        static INDEX: Cell<u32> = const { Cell::new(UNSET) };
+        /// Gives the index back when the thread exits.
+        static OWNER: Owner = const { Owner };
+    }
+
+    struct Owner;
+
+    impl Drop for Owner {
+        fn drop(&mut self) {
+            let v = INDEX.with(|c| c.replace(DEAD));
+            if v == UNSET || v == DEAD {
+                return;
+            }
+            let i = (v - 1) as usize;
+            if super::all_free(i) {
+                // Release pairs with the next owner's Acquire in `register`:
+                // our last slot stores happen before its first.
+                USED.fetch_and(!(1u64 << i), Ordering::Release);
+            }
+        }
+    }
+
+    /// The calling thread's slot index, if it has (or can get) one.
+    #[inline]
+    pub(crate) fn current() -> Option<usize> {
+        let v = INDEX.with(Cell::get);
+        if v.wrapping_sub(1) < SLOTS as u32 {
+            Some((v - 1) as usize)
+        } else if v == UNSET {
+            register()
+        } else {
+            None
+        }
+    }
+
+    /// One past the highest index handed out so far.
+    #[inline]
+    pub(crate) fn bound() -> usize {
+        BOUND.load(Ordering::Relaxed)
+    }
+
+    #[cold]
+    fn register() -> Option<usize> {
+        let mut used = USED.load(Ordering::Relaxed);
+        loop {
+            let free = !used & low_bits(SLOTS);
+            if free == 0 {
+                // All taken: read through the underlying lock; ask again next
+                // time (a thread may have exited).
+                return None;
+            }
+            let i = free.trailing_zeros() as usize;
+            // Acquire pairs with the Release in `Owner::drop`.
+            match USED.compare_exchange_weak(
+                used,
+                used | (1 << i),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    // Arrange to give it back; fails if the thread is already
+                    // tearing down its thread-locals.
+                    if OWNER.try_with(|_| ()).is_err() {
+                        USED.fetch_and(!(1u64 << i), Ordering::Relaxed);
+                        INDEX.with(|c| c.set(DEAD));
+                        return None;
+                    }
+                    // Ordered before our first slot store, which precedes the
+                    // reader's fence; a writer reads `BOUND` after its fence.
+                    BOUND.fetch_max(i + 1, Ordering::Relaxed);
+                    INDEX.with(|c| c.set(i as u32 + 1));
+                    return Some(i);
+                }
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    const fn low_bits(n: usize) -> u64 {
+        if n >= 64 { !0 } else { (1u64 << n) - 1 }
+    }
+}
+
+/// Per-model-thread slot indices under loom: handed out in order, never
+/// reused (models have a handful of threads).
+#[cfg(loom)]
+pub(crate) mod thread_slot {
+    use core::cell::Cell;
+
+    use super::SLOTS;
+    use crate::sync::atomic::{AtomicUsize, Ordering};
+
+    loom::lazy_static! {
+        static ref NEXT: AtomicUsize = AtomicUsize::new(0);
+    }
+    loom::thread_local! {
+        static INDEX: Cell<usize> = Cell::new(usize::MAX);
+    }
+
+    pub(crate) fn current() -> Option<usize> {
+        INDEX.with(|c| {
+            if c.get() == usize::MAX {
+                c.set(NEXT.fetch_add(1, Ordering::Relaxed));
+            }
+            (c.get() < SLOTS).then_some(c.get())
+        })
+    }
+
+    pub(crate) fn bound() -> usize {
+        NEXT.load(Ordering::Relaxed).min(SLOTS)
+    }
+}
