@@ -218,6 +218,11 @@ pub static REGISTRY: &[LockInfo] = &[
         "scalelock QRwLock: 8-byte queued reader-writer lock, FIFO, writers never starve",
         scalelock::QRwLock
     ),
+    entry!(
+        "percpu-rwlock",
+        "scalelock PerCpuRwLock: per-thread reader slots, reads write no shared line (BRAVO bias)",
+        scalelock::PerCpuRwLock
+    ),
     entry!("std-mutex", "std::sync::Mutex (futex)", std::sync::Mutex),
     entry!("std-rwlock", "std::sync::RwLock (futex)", std::sync::RwLock),
     entry!(

@@ -11,6 +11,7 @@ use serde_json::Value;
 const NAMES: &[&str] = &[
     "qspinlock",
     "qrwlock",
+    "percpu-rwlock",
     "std-mutex",
     "std-rwlock",
     "pl-mutex",
@@ -133,7 +134,10 @@ fn tiny_run_seed_lines_agree_with_json() {
             "--read-pct",
             "50,100",
         ])
-        .args(["--lock", "qspinlock,pl-mutex,qrwlock,pl-rwlock,sharded"])
+        .args([
+            "--lock",
+            "qspinlock,pl-mutex,qrwlock,percpu-rwlock,pl-rwlock",
+        ])
         .arg("--json")
         .arg(&json)
         .arg("--out")
@@ -288,20 +292,30 @@ fn bad_arguments_exit_2_with_one_line() {
 #[test]
 fn torture_passes_for_qspinlock_and_peers() {
     let out = locktest()
-        .args(["torture", "--lock", "qspinlock,pl-mutex,qrwlock,std-rwlock"])
+        .args([
+            "torture",
+            "--lock",
+            "qspinlock,pl-mutex,qrwlock,percpu-rwlock,std-rwlock",
+        ])
         .args(["--threads", "4", "--seconds", "0.3"])
         .assert()
         .success()
         .get_output()
         .clone();
     let out = String::from_utf8(out.stdout).unwrap();
-    for name in ["qspinlock", "pl-mutex", "qrwlock", "std-rwlock"] {
+    for name in [
+        "qspinlock",
+        "pl-mutex",
+        "qrwlock",
+        "percpu-rwlock",
+        "std-rwlock",
+    ] {
         assert!(
             out.contains(&format!("torture {name}: PASS")),
             "{name}:\n{out}"
         );
     }
-    assert_eq!(out.lines().count(), 4, "{out}");
+    assert_eq!(out.lines().count(), 5, "{out}");
 }
 
 /// A fresh folder under the target dir for one test's report files.
