@@ -64,6 +64,8 @@ impl BenchData {
 /// What one run measures.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
+    /// The lock's name, for messages.
+    pub lock: &'static str,
     /// Number of worker threads.
     pub threads: usize,
     /// Percentage of operations that take the read lock (rwlocks only).
@@ -118,6 +120,7 @@ pub fn run<L: Lockable<BenchData>>(cfg: &RunConfig) -> Result<Sample, String> {
     // (A `Barrier` cannot be released if spawning a thread fails midway.)
     let gate = std::sync::RwLock::new(());
     let ready = AtomicUsize::new(0);
+    let finished = AtomicUsize::new(0);
     let counts: Vec<CachePadded<AtomicU64>> = (0..cfg.threads)
         .map(|_| CachePadded::new(AtomicU64::new(0)))
         .collect();
@@ -131,7 +134,7 @@ pub fn run<L: Lockable<BenchData>>(cfg: &RunConfig) -> Result<Sample, String> {
     let elapsed = std::thread::scope(|s| -> Result<Duration, String> {
         let closed = gate.write().unwrap_or_else(PoisonError::into_inner);
         for (i, slot) in counts.iter().enumerate() {
-            let (lock, stop, gate, ready) = (&lock, &stop, &gate, &ready);
+            let (lock, stop, gate, ready, finished) = (&lock, &stop, &gate, &ready, &finished);
             let spawned = std::thread::Builder::new()
                 .name(format!("locktest-{i}"))
                 .spawn_scoped(s, move || {
@@ -152,6 +155,8 @@ pub fn run<L: Lockable<BenchData>>(cfg: &RunConfig) -> Result<Sample, String> {
                     }
                     // Relaxed: read after the scope joins this thread.
                     slot.store(ops, Ordering::Relaxed);
+                    // Relaxed: a head count for the watchdog only.
+                    finished.fetch_add(1, Ordering::Relaxed);
                 });
             if let Err(e) = spawned {
                 // Let the threads already spawned through into a run that
@@ -168,7 +173,26 @@ pub fn run<L: Lockable<BenchData>>(cfg: &RunConfig) -> Result<Sample, String> {
         drop(closed);
         std::thread::sleep(cfg.runtime);
         stop.store(true, Ordering::Relaxed);
-        Ok(start.elapsed())
+        let elapsed = start.elapsed();
+        // Watchdog: a lock that deadlocks or loses a wake-up would otherwise
+        // hang the sweep in the scope's join. Its threads cannot be
+        // unwound, so report and end the process.
+        let grace = Duration::from_secs(30).max(cfg.runtime * 20);
+        while finished.load(Ordering::Relaxed) < cfg.threads {
+            if start.elapsed() > elapsed + grace {
+                eprintln!(
+                    "locktest: {}: {} of {} threads still inside the lock {:.0}s after \
+                     stop: deadlock or lost wake-up",
+                    cfg.lock,
+                    cfg.threads - finished.load(Ordering::Relaxed),
+                    cfg.threads,
+                    grace.as_secs_f64()
+                );
+                std::process::exit(1);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(elapsed)
     })?;
 
     Ok(Sample {

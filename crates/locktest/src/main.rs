@@ -275,6 +275,7 @@ fn bench(args: &BenchArgs) -> Result<(), Failure> {
         .clone()
         .unwrap_or_else(|| args.out.join("results.json"));
     let rep = report::Report {
+        tool: concat!("locktest ", env!("CARGO_PKG_VERSION")).to_string(),
         cores: cores(),
         runtime: plan.runtime,
         load: plan.load,

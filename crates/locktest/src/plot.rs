@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use plotters::coord::Shift;
+use plotters::coord::combinators::{LogCoord, WithKeyPoints};
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
@@ -24,6 +25,8 @@ use crate::report::{self, RunRecord};
 
 const SIZE: (u32, u32) = (1100, 650);
 const FONT: &str = "sans-serif";
+/// Extra x range, in thread-count columns, kept free for the legend.
+const LEGEND_ROOM: f64 = 0.9;
 
 /// Distinct line colours, scalelock's locks first.
 const COLORS: [RGBColor; 12] = [
@@ -150,6 +153,23 @@ fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     (lo / 2.0, hi * 2.0)
 }
 
+/// A log axis from `lo` to `hi` labelled at 1, 2 and 5 times powers of ten
+/// (plotters' own log key points skip or repeat some).
+fn log_axis(lo: f64, hi: f64) -> WithKeyPoints<LogCoord<f64>> {
+    let mut keys = Vec::new();
+    let mut decade = 10f64.powi(lo.log10().floor() as i32);
+    while decade <= hi {
+        for m in [1.0, 2.0, 5.0] {
+            let v = decade * m;
+            if v >= lo && v <= hi {
+                keys.push(v);
+            }
+        }
+        decade *= 10.0;
+    }
+    (lo..hi).log_scale().with_key_points(keys)
+}
+
 fn x_label(threads: &[usize], x: f64) -> String {
     let i = x.round();
     if (x - i).abs() > 1e-6 || i < 0.0 {
@@ -178,12 +198,12 @@ where
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(70)
-        .build_cartesian_2d(-0.5..n - 0.5, (lo..hi).log_scale())
+        .build_cartesian_2d(-0.5..n - 0.5 + LEGEND_ROOM, log_axis(lo, hi))
         .map_err(err)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(p.threads.len() * 2 + 1)
+        .x_labels(p.threads.len() * 2 + 3)
         .x_label_formatter(&|x| x_label(&p.threads, *x))
         .y_label_formatter(&|y| human(*y))
         .x_desc("threads")
@@ -240,12 +260,12 @@ where
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(70)
-        .build_cartesian_2d(-0.5..n - 0.5, (lo..hi).log_scale())
+        .build_cartesian_2d(-0.5..n - 0.5 + LEGEND_ROOM, log_axis(lo, hi))
         .map_err(err)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(p.threads.len() * 2 + 1)
+        .x_labels(p.threads.len() * 2 + 3)
         .x_label_formatter(&|x| x_label(&p.threads, *x))
         .y_label_formatter(&|y| human(*y))
         .x_desc("threads (bar: slowest to fastest thread, dot: mean)")

@@ -95,6 +95,8 @@ impl RunRecord {
 /// The JSON file: the sweep's settings and every run.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Report {
+    /// `locktest X.Y.Z`.
+    pub tool: String,
     /// CPUs available to the process.
     pub cores: usize,
     /// Requested runtime per run, seconds.

@@ -98,6 +98,7 @@ impl Plan {
             for round in 1..=self.rounds {
                 for info in &group.locks {
                     let cfg = RunConfig {
+                        lock: info.name,
                         threads: group.threads,
                         read_pct: group.read_pct,
                         load: self.load,
