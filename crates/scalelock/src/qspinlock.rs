@@ -672,3 +672,81 @@ mod tests {
         assert_eq!(raw.tail.load(Ordering::Relaxed), 0);
     }
 }
+
+/// Loom models that need the lock's internals: they wait until a waiter is
+/// really asleep on the word before releasing, so the sleep/wake protocol
+/// (PARKED with the fence pair, HEAD_PARKED with the flags RMW order) is
+/// explored, not just spinning. A lost wake-up is a loom deadlock. Run:
+/// `RUSTFLAGS="--cfg loom" cargo test -p scalelock --lib --release qspinlock::loom_models`
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use crate::platform::LoomPlatform;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    type Lock = RawQSpinLock<LoomPlatform>;
+
+    fn wait_for_flag(lock: &Lock, bit: u8) {
+        while lock.flags.load(Ordering::SeqCst) & bit == 0 {
+            thread::yield_now();
+        }
+    }
+
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        // These models run long sleep/poll loops: one preemption keeps them
+        // to seconds while still interleaving the release with every step of
+        // the sleeper's PARKED / fence / re-check / sleep sequence.
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(1);
+        builder.check(f);
+    }
+
+    /// The word waiter sleeps (PARKED) while the holder releases with a plain
+    /// store: the light/heavy fence pair must never lose the wake-up.
+    #[test]
+    fn word_waiter_sleep_and_wake() {
+        model(|| {
+            let lock = Arc::new(Lock::new());
+            let g = lock.lock();
+            let l2 = lock.clone();
+            let t = thread::spawn(move || {
+                let g = l2.lock();
+                // SAFETY: `g` came from `lock()` above.
+                unsafe { l2.unlock(g) };
+            });
+            wait_for_flag(&lock, PARKED);
+            // SAFETY: `g` came from `lock()` above.
+            unsafe { lock.unlock(g) };
+            t.join().unwrap();
+            assert!(!lock.is_locked());
+        });
+    }
+
+    /// The queue head sleeps (HEAD_PARKED) until the word waiter takes the
+    /// lock and clears PENDING.
+    #[test]
+    fn queue_head_sleep_and_wake() {
+        model(|| {
+            let lock = Arc::new(Lock::new());
+            let g = lock.lock();
+            let waiters: Vec<_> = (0..2)
+                .map(|_| {
+                    let l = lock.clone();
+                    thread::spawn(move || {
+                        let g = l.lock();
+                        // SAFETY: `g` came from `lock()` above.
+                        unsafe { l.unlock(g) };
+                    })
+                })
+                .collect();
+            wait_for_flag(&lock, HEAD_PARKED);
+            // SAFETY: `g` came from `lock()` above.
+            unsafe { lock.unlock(g) };
+            for t in waiters {
+                t.join().unwrap();
+            }
+            assert!(!lock.is_locked());
+        });
+    }
+}

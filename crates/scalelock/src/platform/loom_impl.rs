@@ -1,7 +1,8 @@
-//! `LoomPlatform`: the platform for loom model checks. Waiting yields to the
-//! model's scheduler (so every interleaving of a sleep is still explored as a
-//! spin), fences are real SeqCst fences, and a handful of queue nodes are
-//! handed out per model thread.
+//! `LoomPlatform`: the platform for loom model checks. `wait` really blocks
+//! (on a loom condition variable, re-checking the word under its mutex, which
+//! is the futex contract), so a lost wake-up shows up as a loom deadlock;
+//! `relax` yields to the model's scheduler; fences are SeqCst fences; a
+//! handful of queue nodes are handed out per model thread.
 
 use super::Platform;
 use crate::qnode::{NodeIndex, QNode};
@@ -16,14 +17,19 @@ pub struct LoomPlatform;
 loom::lazy_static! {
     static ref TABLE: [QNode; NODES] = core::array::from_fn(|_| QNode::new());
     static ref NEXT: AtomicU32 = AtomicU32::new(1);
+    /// The futex: one wait queue for every word (wakes are broadcast, so
+    /// sharing it only adds spurious wake-ups, which the contract allows).
+    static ref FUTEX: (loom::sync::Mutex<()>, loom::sync::Condvar) =
+        (loom::sync::Mutex::new(()), loom::sync::Condvar::new());
 }
 
 loom::thread_local! {
     static MINE: core::cell::Cell<u16> = core::cell::Cell::new(0);
 }
 
-// SAFETY: `wait` only yields (a spurious return), fences are SeqCst, and each
-// model thread gets a distinct index from `NEXT`.
+// SAFETY: `wait` re-checks the word under the mutex that every `wake_*`
+// takes before notifying, fences are SeqCst, and each model thread gets a
+// distinct index from `NEXT`.
 unsafe impl Platform for LoomPlatform {
     fn relax() {
         loom::thread::yield_now();
@@ -34,11 +40,22 @@ unsafe impl Platform for LoomPlatform {
     fn now_ns() -> u64 {
         0
     }
-    fn wait(_: &AtomicU32, _: u32) {
-        loom::thread::yield_now();
+    fn wait(word: &AtomicU32, expected: u32) {
+        let guard = FUTEX.0.lock().unwrap();
+        // Checked under the mutex every waker takes: no wake-up is lost
+        // between this check and the sleep.
+        if word.load(Ordering::SeqCst) == expected {
+            drop(FUTEX.1.wait(guard).unwrap());
+        }
     }
-    fn wake_one(_: &AtomicU32) {}
-    fn wake_all(_: &AtomicU32) {}
+    fn wake_one(_: &AtomicU32) {
+        let _guard = FUTEX.0.lock().unwrap();
+        FUTEX.1.notify_all();
+    }
+    fn wake_all(_: &AtomicU32) {
+        let _guard = FUTEX.0.lock().unwrap();
+        FUTEX.1.notify_all();
+    }
     fn light_fence() {
         fence(Ordering::SeqCst);
     }
