@@ -280,6 +280,7 @@ fn bench(args: &BenchArgs) -> Result<(), Failure> {
         runtime: plan.runtime,
         load: plan.load,
         rounds: plan.rounds,
+        medians: report::medians(&runs),
         runs,
     };
     rep.write(&json).map_err(Failure::Run)?;

@@ -107,6 +107,60 @@ pub struct Report {
     pub rounds: u32,
     /// Every run, in the order it ran.
     pub runs: Vec<RunRecord>,
+    /// Per lock and configuration, the summary's numbers.
+    pub medians: Vec<MedianRecord>,
+}
+
+/// What the summary shows for one lock in one configuration.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MedianRecord {
+    /// Lock name.
+    pub lock: String,
+    /// `"mutex"` or `"rwlock"`.
+    pub kind: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// Share of read operations; `null` for mutexes.
+    pub read_pct: Option<u8>,
+    /// How many rounds ran.
+    pub rounds: usize,
+    /// Total rate of the median run, op/s.
+    pub total_rate: u64,
+    /// The lock the ratio is taken against.
+    pub baseline: String,
+    /// Median over rounds of this lock's rate over the baseline's in the same
+    /// round; `null` when the baseline did not run.
+    pub ratio: Option<f64>,
+    /// Slowest over fastest thread's operations in the median run.
+    pub fairness: f64,
+}
+
+/// The summary's numbers for every lock and configuration that ran, by
+/// configuration, then in registry order.
+pub fn medians(runs: &[RunRecord]) -> Vec<MedianRecord> {
+    let position = |name: &str| locks::REGISTRY.iter().position(|l| l.name == name);
+    let mut out: Vec<MedianRecord> = median_runs(runs)
+        .into_iter()
+        .map(|((c, lock), r)| {
+            let base = locks::baseline(c.0);
+            MedianRecord {
+                rounds: runs
+                    .iter()
+                    .filter(|x| x.lock == lock && key(x) == c)
+                    .count(),
+                ratio: ratio(runs, &c, &lock, base),
+                baseline: base.to_string(),
+                kind: r.kind.clone(),
+                threads: r.threads,
+                read_pct: r.read_pct,
+                total_rate: r.total_rate,
+                fairness: r.fairness(),
+                lock,
+            }
+        })
+        .collect();
+    out.sort_by_key(|m| (m.kind.clone(), m.threads, m.read_pct, position(&m.lock)));
+    out
 }
 
 impl Report {
@@ -227,7 +281,9 @@ pub fn summary(runs: &[RunRecord], rounds: u32) -> String {
             let mut line = row_start(c);
             for name in &names {
                 let cell = if has_base {
-                    ratio_cell(runs, c, name, base)
+                    ratio(runs, c, name, base)
+                        .map(|r| format!("{r:.2}x"))
+                        .unwrap_or_else(|| "-".into())
                 } else {
                     medians
                         .get(&(*c, name.to_string()))
@@ -261,8 +317,8 @@ pub fn summary(runs: &[RunRecord], rounds: u32) -> String {
 }
 
 /// The median over rounds of `name`'s rate divided by `base`'s rate in the
-/// same round, formatted like `1.23x`.
-fn ratio_cell(runs: &[RunRecord], c: &ConfigKey, name: &str, base: &str) -> String {
+/// same round.
+fn ratio(runs: &[RunRecord], c: &ConfigKey, name: &str, base: &str) -> Option<f64> {
     let of = |lock: &str| -> BTreeMap<u32, u64> {
         runs.iter()
             .filter(|r| r.lock == lock && key(r) == *c)
@@ -277,10 +333,7 @@ fn ratio_cell(runs: &[RunRecord], c: &ConfigKey, name: &str, base: &str) -> Stri
             _ => None,
         })
         .collect();
-    match median(ratios) {
-        Some(r) => format!("{r:.2}x"),
-        None => "-".into(),
-    }
+    median(ratios)
 }
 
 #[cfg(test)]
