@@ -316,13 +316,21 @@ fn torture(args: &TortureArgs) -> Result<(), Failure> {
             Kind::RwLock => format!("threads = {threads}, {seconds}s, r% = {read_pct}%"),
         };
         match &out.verdict {
-            Ok(()) => println!(
-                "torture {}: PASS [{what}] writes = {}, reads = {}, counter = {}",
-                info.name,
-                format::thousands(out.writes),
-                format::thousands(out.reads),
-                format::thousands(out.final_counter),
-            ),
+            Ok(()) => {
+                let ops = match info.kind {
+                    Kind::Mutex => format!("writes = {}", format::thousands(out.writes)),
+                    Kind::RwLock => format!(
+                        "writes = {}, reads = {}",
+                        format::thousands(out.writes),
+                        format::thousands(out.reads)
+                    ),
+                };
+                println!(
+                    "torture {}: PASS [{what}] {ops}, counter = {}",
+                    info.name,
+                    format::thousands(out.final_counter),
+                );
+            }
             Err(msg) => {
                 println!("torture {}: FAIL [{what}] {msg}", info.name);
                 failed.push(info.name);
