@@ -16,6 +16,7 @@ mod report;
 mod sweep;
 mod torture;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -162,6 +163,14 @@ impl From<Usage> for Failure {
     }
 }
 
+/// Writes to stdout. A closed stdout (`locktest | head`) is not an error
+/// worth a panic: the results still go to the JSON file.
+fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -173,7 +182,12 @@ fn list() {
         .max()
         .unwrap_or(0);
     for l in locks::REGISTRY {
-        println!("{:<width$}  {:<6}  {}", l.name, l.kind.as_str(), l.about);
+        emit(&format!(
+            "{:<width$}  {:<6}  {}\n",
+            l.name,
+            l.kind.as_str(),
+            l.about
+        ));
     }
 }
 
@@ -268,7 +282,7 @@ fn plan(args: &BenchArgs) -> Result<sweep::Plan, Usage> {
 fn bench(args: &BenchArgs) -> Result<(), Failure> {
     let plan = plan(args)?;
     let runs = plan.execute().map_err(Failure::Run)?;
-    print!("{}", report::summary(&runs, plan.rounds));
+    emit(&report::summary(&runs, plan.rounds));
 
     let json = args
         .json
@@ -325,14 +339,14 @@ fn torture(args: &TortureArgs) -> Result<(), Failure> {
                         format::thousands(out.reads)
                     ),
                 };
-                println!(
-                    "torture {}: PASS [{what}] {ops}, counter = {}",
+                emit(&format!(
+                    "torture {}: PASS [{what}] {ops}, counter = {}\n",
                     info.name,
                     format::thousands(out.final_counter),
-                );
+                ));
             }
             Err(msg) => {
-                println!("torture {}: FAIL [{what}] {msg}", info.name);
+                emit(&format!("torture {}: FAIL [{what}] {msg}\n", info.name));
                 failed.push(info.name);
                 // A thread stuck inside a broken lock cannot be joined: stop
                 // here rather than torture the next lock beside it.
