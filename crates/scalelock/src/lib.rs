@@ -17,11 +17,11 @@
 #![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
 
+mod percpu_rwlock;
 pub mod platform;
 pub mod qnode;
-mod qspinlock;
 mod qrwlock;
-mod percpu_rwlock;
+mod qspinlock;
 pub mod reader_table;
 mod refresh;
 mod seqlock;
@@ -29,14 +29,14 @@ mod spin_barrier;
 mod sync;
 mod wait;
 
-pub use crate::qrwlock::{
-    QRwLock, QRwLockReadGuard, QRwLockUpgradableReadGuard, QRwLockWriteGuard, RawQRwLock,
-};
-pub use crate::qspinlock::{QSpinLock, QSpinLockGuard, RawQSpinLock};
 pub use crate::percpu_rwlock::{
     PerCpuReadToken, PerCpuRwLock, PerCpuRwLockExt, PerCpuRwLockReadGuard, PerCpuRwLockWriteGuard,
     PerCpuWriteToken, RawPerCpuRwLock,
 };
+pub use crate::qrwlock::{
+    QRwLock, QRwLockReadGuard, QRwLockUpgradableReadGuard, QRwLockWriteGuard, RawQRwLock,
+};
+pub use crate::qspinlock::{QSpinLock, QSpinLockGuard, RawQSpinLock};
 pub use crate::reader_table::ReaderTable;
 pub use crate::refresh::RefreshOnce;
 pub use crate::seqlock::{NoUninit, SeqLock, SeqLockWriteGuard};
