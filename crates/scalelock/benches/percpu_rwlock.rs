@@ -1,0 +1,2 @@
+//! PerCpuRwLock benchmark (being written).
+fn main() {}
