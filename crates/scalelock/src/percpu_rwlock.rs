@@ -155,8 +155,9 @@ const UNIT_SHIFT: u32 = 14;
 const MAX_WINDOW_UNITS: u64 = 100;
 
 /// Backoff steps a writer spins (the last few yield) before parking on a
-/// reader's slot.
-const SPIN_STEPS: u32 = if cfg!(loom) { 1 } else { 14 };
+/// reader's slot. None under loom, where spinning is a yield that lets the
+/// reader finish first, so the models would never reach the parking path.
+const SPIN_STEPS: u32 = if cfg!(loom) { 0 } else { 14 };
 
 #[cfg(not(loom))]
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -414,8 +415,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let mult = table_of(old).inhibit();
         if mult != 0 {
             let now = P::now_ns();
-            let window = (now.saturating_sub(start) * u64::from(mult)) >> UNIT_SHIFT;
-            let until = ((now >> UNIT_SHIFT) + window.min(MAX_WINDOW_UNITS) + 1) as u8;
+            let window = now.saturating_sub(start).saturating_mul(u64::from(mult));
+            let window = window.min(MAX_WINDOW_UNITS << UNIT_SHIFT);
+            // Rounded up, so that a real window never ends early.
+            let until = ((now + window).div_ceil(1 << UNIT_SHIFT)) as u8;
             // Relaxed: a performance hint; we hold the lock exclusively, only
             // the id assignment could race (it cannot: the id is set).
             let _ = self
