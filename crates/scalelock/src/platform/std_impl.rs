@@ -23,7 +23,9 @@ pub struct StdPlatform;
 
 // SAFETY: futex wait/wake have exactly the contract `Platform` asks for
 // (Linux re-checks the word under the futex bucket lock); off Linux, `wait`
-// yields and returns, which is a permitted spurious return. The fence pair is
+// yields and returns, which is a permitted spurious return. Under Miri too:
+// rustix passes the futex address to the variadic `syscall` as a pointer to
+// an atomic, which Miri rejects, and sleeping protocols are loom's job. The fence pair is
 // argued in `std_fence.rs`; the node table in `std_nodes.rs`.
 unsafe impl Platform for StdPlatform {
     #[inline]
@@ -45,14 +47,14 @@ unsafe impl Platform for StdPlatform {
 
     #[inline]
     fn wait(word: &AtomicU32, expected: u32) {
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(miri)))]
         {
             use rustix::thread::futex;
             // EAGAIN (value changed) and EINTR are the spurious returns the
             // contract allows; the caller re-checks its condition.
             let _ = futex::wait(word, futex::Flags::PRIVATE, expected, None);
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(all(target_os = "linux", not(miri))))]
         {
             let _ = (word, expected);
             std::thread::yield_now();
@@ -61,23 +63,23 @@ unsafe impl Platform for StdPlatform {
 
     #[inline]
     fn wake_one(word: &AtomicU32) {
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(miri)))]
         {
             use rustix::thread::futex;
             let _ = futex::wake(word, futex::Flags::PRIVATE, 1);
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(all(target_os = "linux", not(miri))))]
         let _ = word;
     }
 
     #[inline]
     fn wake_all(word: &AtomicU32) {
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(miri)))]
         {
             use rustix::thread::futex;
             let _ = futex::wake(word, futex::Flags::PRIVATE, i32::MAX as u32);
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(all(target_os = "linux", not(miri))))]
         let _ = word;
     }
 
