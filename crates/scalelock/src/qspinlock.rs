@@ -519,6 +519,11 @@ impl<P: Platform> RawQSpinLock<P> {
     /// scheduler tick for one, and batch lengths would vary a hundredfold.
     #[inline]
     fn release_contended(&self, flags: u8) {
+        // Also with a queue but no word waiter yet (the new head is still
+        // waking up): the lock then waits for the head, at most a scheduler
+        // tick. Letting the holder run on instead (counting but not ending
+        // its batch) measured 1.4x the throughput at 16 threads on 2 cores
+        // but per-thread op counts 0.2-0.3 apart (min/max) instead of 0.8.
         if flags & HANDOFF == 0 && P::count_batch(self.addr(), BATCH_OPS) {
             self.end_batch();
         }
@@ -529,6 +534,7 @@ impl<P: Platform> RawQSpinLock<P> {
 
     #[cold]
     fn end_batch(&self) {
+        P::restart_batch();
         self.flags.fetch_or(HANDOFF, Ordering::Relaxed);
     }
 }

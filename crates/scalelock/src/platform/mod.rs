@@ -97,9 +97,9 @@ pub unsafe trait Platform: 'static {
     /// or by writers that must see every reader.
     fn heavy_fence();
     /// Counts one contended release of the lock at `lock_addr` by the calling
-    /// context and returns `true` once it has released that lock `limit`
-    /// times in a row (then starts counting again). Locks use it to end a
-    /// holder's batch after a bounded number of acquisitions even when the
+    /// context and returns `true` once it has made `limit` of them in a row
+    /// (the count saturates there until `restart_batch`). Locks use it to end
+    /// a holder's batch after a bounded number of acquisitions even when the
     /// waiter that would end it by time is not running. The default never
     /// ends a batch (batches are then bounded by time alone).
     #[inline]
@@ -107,6 +107,9 @@ pub unsafe trait Platform: 'static {
         let _ = (lock_addr, limit);
         false
     }
+    /// Starts a new `count_batch` count for the calling context.
+    #[inline]
+    fn restart_batch() {}
     /// The queue node of the calling context, or `None` if it has none.
     fn queue_node() -> Option<NodeIndex>;
     /// The node `queue_node` handed out as `index`.

@@ -95,19 +95,23 @@ unsafe impl Platform for StdPlatform {
 
     #[inline]
     fn count_batch(lock_addr: usize, limit: u32) -> bool {
-        std::thread_local! {
-            /// (lock address, contended releases of it in a row).
-            static BATCH: core::cell::Cell<(usize, u32)> = const { core::cell::Cell::new((0, 0)) };
-        }
         BATCH
             .try_with(|b| {
                 let (addr, n) = b.get();
-                let n = if addr == lock_addr { n + 1 } else { 1 };
-                let done = n >= limit;
-                b.set((lock_addr, if done { 0 } else { n }));
-                done
+                let n = if addr == lock_addr {
+                    n.saturating_add(1).min(limit)
+                } else {
+                    1
+                };
+                b.set((lock_addr, n));
+                n >= limit
             })
             .unwrap_or(false)
+    }
+
+    #[inline]
+    fn restart_batch() {
+        let _ = BATCH.try_with(|b| b.set((0, 0)));
     }
 
     #[inline]
@@ -146,6 +150,12 @@ unsafe impl Platform for StdPlatform {
     fn reader_slot_bound() -> usize {
         crate::reader_table::thread_slot::bound()
     }
+}
+
+std::thread_local! {
+    /// `count_batch`'s state: (lock address, contended releases of it in a
+    /// row, saturating at the limit).
+    static BATCH: core::cell::Cell<(usize, u32)> = const { core::cell::Cell::new((0, 0)) };
 }
 
 /// Number of possible CPU ids: the kernel's `possible` mask bounds every id
