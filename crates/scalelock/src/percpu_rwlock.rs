@@ -25,13 +25,14 @@
 //!   *heavy* fence (membarrier), then for every slot index handed out so far
 //!   wait while that slot names this lock (spin, then park on the slot).
 //!   Unlock: release the underlying lock.
-//! - **Re-enabling the bias** (BRAVO): a revocation costs a membarrier and a
-//!   scan, so after one the fast path stays off for `inhibit` (default 9)
-//!   times the revocation's duration; the first slow reader after that,
-//!   holding the underlying read lock, sets `FAST` again. Write-heavy phases
-//!   therefore cost what the underlying lock costs. A table built with
-//!   `ReaderTable::with_inhibition(0)` gives the Xen behaviour instead: the
-//!   writer sets `FAST` again at unlock.
+//! - **Re-enabling the bias**: by default the writer sets `FAST` again at
+//!   unlock (Xen), so every write that follows reads pays the revocation.
+//!   A table built with `ReaderTable::with_inhibition(n)` gives BRAVO's
+//!   policy instead: after a revocation the fast path stays off for `n`
+//!   times the revocation's duration, and the first slow reader after that,
+//!   holding the underlying read lock, sets `FAST` again, so write-heavy
+//!   phases cost what the underlying lock costs. Not the default because
+//!   measurement said no (see `reader_table::DEFAULT_INHIBIT`).
 //!
 //! # Why per-thread slots, not per-CPU
 //! In user space a thread can be preempted between "which CPU am I on" and

@@ -61,11 +61,11 @@ fn table(inhibit: u8) -> &'static ReaderTable {
 }
 
 /// Fast reader (reading twice, so the second read may meet the cleared
-/// bias mid-way) against one writer, on the default (BRAVO) table.
+/// bias mid-way) against one writer, on a BRAVO table.
 #[test]
 fn reader_vs_writer_bravo() {
     loom::model(|| {
-        let s = Shared::new(RawPerCpuRwLock::new());
+        let s = Shared::new(RawPerCpuRwLock::with_table(table(9)));
         // Give the lock its id and warm the bias up front.
         assert_eq!(s.read(), 0);
         let r = {
@@ -82,8 +82,8 @@ fn reader_vs_writer_bravo() {
     });
 }
 
-/// The same in Xen mode: the writer restores the bias at unlock, so two
-/// writes each revoke it.
+/// The same in Xen mode (the default): the writer restores the bias at
+/// unlock, so two writes each revoke it.
 #[test]
 fn reader_vs_two_writes_xen() {
     loom::model(|| {
@@ -177,7 +177,7 @@ fn slot_fallback_vs_writer() {
 #[test]
 fn slow_reader_reenables_bias() {
     loom::model(|| {
-        let s = Shared::new(RawPerCpuRwLock::new());
+        let s = Shared::new(RawPerCpuRwLock::with_table(table(9)));
         s.write(); // revokes nothing yet (no id), but clears the bias
         let r = {
             let s = s.clone();

@@ -20,6 +20,7 @@ const RUN: Duration = Duration::from_millis(if cfg!(miri) { 20 } else { 300 });
 
 static XEN: ReaderTable = ReaderTable::with_inhibition(0);
 static NESTED: ReaderTable = ReaderTable::new();
+static BRAVO: ReaderTable = ReaderTable::with_inhibition(9);
 
 /// Two words written by writers only, protected only by the raw lock: a
 /// reader that overlaps a writer sees them differ (and TSan sees the race).
@@ -204,7 +205,7 @@ fn exclusion_16_threads_migrating_and_sleeping_xen_mode() {
 
 #[test]
 fn exclusion_16_threads_bravo_mode() {
-    hammer(RawPerCpuRwLock::new(), 14, 2, 0, 0);
+    hammer(RawPerCpuRwLock::with_table(&BRAVO), 14, 2, 0, 0);
 }
 
 /// Readers hold reads of two locks of one table (the second read falls back

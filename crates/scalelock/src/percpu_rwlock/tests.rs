@@ -13,8 +13,75 @@ use crate::reader_table::thread_slot;
 
 const ITERS: usize = if cfg!(miri) { 30 } else { 5_000 };
 
+/// The std platform, except that under Miri sleeping is a yield: Miri
+/// rejects rustix's futex call (argument type of the variadic `syscall`),
+/// and `wait` may return spuriously anyway.
+#[derive(Debug, Clone, Copy, Default)]
+struct TestPlatform;
+
+type StdP = crate::platform::StdPlatform;
+
+// SAFETY: everything is the std platform's, except `wait` (returns at once,
+// a permitted spurious return) and `wake_*` (nothing sleeps) under Miri.
+unsafe impl Platform for TestPlatform {
+    fn relax() {
+        StdP::relax()
+    }
+    fn yield_now() {
+        StdP::yield_now()
+    }
+    fn now_ns() -> u64 {
+        StdP::now_ns()
+    }
+    fn wait(word: &crate::sync::atomic::AtomicU32, expected: u32) {
+        if cfg!(miri) {
+            StdP::yield_now()
+        } else {
+            StdP::wait(word, expected)
+        }
+    }
+    fn wake_one(word: &crate::sync::atomic::AtomicU32) {
+        if !cfg!(miri) {
+            StdP::wake_one(word)
+        }
+    }
+    fn wake_all(word: &crate::sync::atomic::AtomicU32) {
+        if !cfg!(miri) {
+            StdP::wake_all(word)
+        }
+    }
+    fn light_fence() {
+        StdP::light_fence()
+    }
+    fn heavy_fence() {
+        StdP::heavy_fence()
+    }
+    fn queue_node() -> Option<crate::qnode::NodeIndex> {
+        StdP::queue_node()
+    }
+    fn node(index: crate::qnode::NodeIndex) -> &'static crate::qnode::QNode {
+        StdP::node(index)
+    }
+    fn cpu_id() -> usize {
+        StdP::cpu_id()
+    }
+    fn cpu_count() -> usize {
+        StdP::cpu_count()
+    }
+    fn reader_slot() -> Option<usize> {
+        StdP::reader_slot()
+    }
+    fn reader_slot_bound() -> usize {
+        StdP::reader_slot_bound()
+    }
+}
+
+type Raw = RawPerCpuRwLock<TestPlatform>;
+type Lock<T> = lock_api::RwLock<Raw, T>;
+
 static XEN: ReaderTable = ReaderTable::with_inhibition(0);
 static OTHER: ReaderTable = ReaderTable::new();
+static BRAVO: ReaderTable = ReaderTable::with_inhibition(9);
 
 fn fast(token: &PerCpuReadToken) -> bool {
     token
@@ -25,13 +92,14 @@ fn fast(token: &PerCpuReadToken) -> bool {
 #[test]
 fn size() {
     assert!(core::mem::size_of::<RawPerCpuRwLock>() <= 16);
+    assert!(core::mem::size_of::<Raw>() <= 16);
     assert_eq!(core::mem::size_of::<PerCpuReadToken>(), 8);
     assert_eq!(core::mem::size_of::<ReaderTable>(), 64 * 128 + 128);
 }
 
 #[test]
 fn read_write_basics() {
-    let lock = PerCpuRwLock::new(5u32);
+    let lock = Lock::new(5u32);
     assert_eq!(*lock.read(), 5);
     *lock.write() += 1;
     assert_eq!(*lock.read(), 6);
@@ -50,7 +118,7 @@ fn read_write_basics() {
 
 #[test]
 fn first_read_is_fast_and_xen_mode_restores_bias() {
-    let raw = RawPerCpuRwLock::<DefaultPlatform>::with_table(&XEN);
+    let raw = Raw::with_table(&XEN);
     let t = raw.lock_shared();
     assert!(fast(&t));
     // SAFETY: `t` came from `lock_shared` on this thread.
@@ -68,7 +136,7 @@ fn first_read_is_fast_and_xen_mode_restores_bias() {
 
 #[test]
 fn bravo_inhibits_then_slow_reader_restores() {
-    let raw = RawPerCpuRwLock::<DefaultPlatform>::new();
+    let raw = Raw::with_table(&BRAVO);
     let t = raw.lock_shared();
     assert!(fast(&t));
     // SAFETY: from `lock_shared` above.
@@ -99,7 +167,7 @@ fn bravo_inhibits_then_slow_reader_restores() {
 
 #[test]
 fn recursive_reads_any_order() {
-    let raw = RawPerCpuRwLock::<DefaultPlatform>::new();
+    let raw = Raw::new();
     let a = raw.lock_shared();
     let b = raw.lock_shared();
     let c = raw.try_lock_shared().unwrap();
@@ -121,7 +189,7 @@ fn recursive_reads_any_order() {
 fn recursive_read_during_revocation_does_not_deadlock() {
     // Reader holds a fast read; a writer revokes and waits for our slot; our
     // second read must not queue behind it.
-    let lock = Arc::new(RawPerCpuRwLock::<DefaultPlatform>::with_table(&XEN));
+    let lock = Arc::new(Raw::with_table(&XEN));
     let outer = lock.lock_shared();
     assert!(fast(&outer));
     let writer_in = Arc::new(AtomicBool::new(false));
@@ -151,9 +219,9 @@ fn recursive_read_during_revocation_does_not_deadlock() {
 
 #[test]
 fn nested_locks_of_one_table_fall_back() {
-    let a = RawPerCpuRwLock::<DefaultPlatform>::new();
-    let b = RawPerCpuRwLock::<DefaultPlatform>::new();
-    let c = RawPerCpuRwLock::<DefaultPlatform>::with_table(&OTHER);
+    let a = Raw::new();
+    let b = Raw::new();
+    let c = Raw::with_table(&OTHER);
     let ta = a.lock_shared();
     let tb = b.lock_shared();
     let tc = c.lock_shared();
@@ -178,8 +246,8 @@ fn nested_locks_of_one_table_fall_back() {
 #[cfg(debug_assertions)]
 #[should_panic(expected = "recursive read")]
 fn recursion_through_underlying_lock_panics_in_debug() {
-    let a = RawPerCpuRwLock::<DefaultPlatform>::new();
-    let b = RawPerCpuRwLock::<DefaultPlatform>::new();
+    let a = Raw::new();
+    let b = Raw::new();
     let _ta = a.lock_shared();
     let _tb1 = b.lock_shared();
     let _tb2 = b.lock_shared();
@@ -187,7 +255,7 @@ fn recursion_through_underlying_lock_panics_in_debug() {
 
 #[test]
 fn downgrade() {
-    let raw = RawPerCpuRwLock::<DefaultPlatform>::new();
+    let raw = Raw::new();
     let w = raw.lock_exclusive();
     // SAFETY: from `lock_exclusive` above.
     let r = unsafe { raw.downgrade(w) };
@@ -206,7 +274,7 @@ fn downgrade() {
 fn forgotten_guard_does_not_haunt_a_new_lock_at_the_same_address() {
     thread::spawn(|| {
         static GHOSTS: ReaderTable = ReaderTable::new();
-        let mut lock = Box::new(RawPerCpuRwLock::<DefaultPlatform>::with_table(&GHOSTS));
+        let mut lock = Box::new(Raw::with_table(&GHOSTS));
         let addr = &*lock as *const _ as usize;
         let _forgotten = lock.lock_shared(); // a token never unlocked
         // A new lock in the same memory (the old one is dropped in place).
@@ -216,7 +284,7 @@ fn forgotten_guard_does_not_haunt_a_new_lock_at_the_same_address() {
         // SAFETY: from `lock_exclusive` above.
         unsafe { lock.unlock_exclusive(w) };
         // Same for a lock built by `INIT` (its id is assigned lazily).
-        *lock = RawPerCpuRwLock::new();
+        *lock = Raw::new();
         let w = lock.lock_exclusive();
         // SAFETY: as above.
         unsafe { lock.unlock_exclusive(w) };
@@ -227,7 +295,7 @@ fn forgotten_guard_does_not_haunt_a_new_lock_at_the_same_address() {
 
 #[test]
 fn exited_threads_give_their_slot_back() {
-    let lock = Arc::new(RawPerCpuRwLock::<DefaultPlatform>::new());
+    let lock = Arc::new(Raw::new());
     for _ in 0..if cfg!(miri) { 4 } else { 100 } {
         let lock = lock.clone();
         thread::spawn(move || {
@@ -245,11 +313,11 @@ fn exited_threads_give_their_slot_back() {
 #[test]
 fn readers_and_writers_exclude() {
     struct Shared {
-        lock: PerCpuRwLock<[usize; 2]>,
+        lock: Lock<[usize; 2]>,
         writes: AtomicUsize,
     }
     let s = Arc::new(Shared {
-        lock: PerCpuRwLock::new([0, 0]),
+        lock: Lock::new([0, 0]),
         writes: AtomicUsize::new(0),
     });
     let handles: Vec<_> = (0..4)
