@@ -4,15 +4,18 @@
 //! - `locktest [bench]`: the seed-format sweep, summary, JSON and plots.
 //! - `locktest list`: every lock name.
 //! - `locktest torture`: a locktorture-style correctness run.
+//! - `locktest scenario NAME`: a seed's before and after designs side by
+//!   side (`scenario list` for the names).
 //!
-//! Exit codes: 0 success, 1 a run failed (torture violation, I/O error),
-//! 2 bad arguments.
+//! Exit codes: 0 success, 1 a run failed (torture or scenario violation,
+//! I/O error), 2 bad arguments.
 
 mod bench;
 mod format;
 mod locks;
 mod plot;
 mod report;
+mod scenarios;
 mod sweep;
 mod torture;
 
@@ -47,6 +50,8 @@ enum Command {
     List,
     /// Hammer locks with invariant checks; exit 1 on any violation.
     Torture(TortureArgs),
+    /// Run a seed's before and after designs side by side (`scenario list`).
+    Scenario(ScenarioArgs),
 }
 
 #[derive(Args, Clone)]
@@ -105,6 +110,31 @@ struct TortureArgs {
     read_pct: u32,
 }
 
+#[derive(Args)]
+struct ScenarioArgs {
+    /// Scenario to run, or `list` to list them.
+    #[arg(value_name = "NAME")]
+    name: String,
+    /// Locks for the "before" design, comma separated (default: per scenario).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    lock: Vec<String>,
+    /// Thread counts, comma separated (default: 1, cores, 8×cores).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    threads: Vec<usize>,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 0.5, value_name = "SECONDS")]
+    runtime: f64,
+    /// Rounds of every variant per thread count; the summary shows the median.
+    #[arg(long, default_value_t = 3, value_name = "R")]
+    rounds: u32,
+    /// Where to write every run as JSON [default: locktest-report/scenario-NAME.json].
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// No notes on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
 /// A bad argument: one line on stderr, exit 2.
 struct Usage(String);
 
@@ -138,6 +168,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Some(Command::Torture(args)) => torture(&args),
+        Some(Command::Scenario(args)) => scenarios::command(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,89 @@
+//! The timed run every scenario variant uses: N threads start together at a
+//! gate, each runs its own loop until the stop flag, and hands back its
+//! operation count and whatever it checked on the way.
+
+use std::sync::PoisonError;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::bench::Sample;
+
+/// Runs `work(thread, stop)` on `threads` threads for `runtime`. `work`
+/// loops until `stop` is set and returns its operation count and its own
+/// findings `R`. A thread that is not out 30 s (or 20 runtimes) after the
+/// stop is a deadlock: report it and end the process, as the bench does.
+pub fn timed<R, F>(
+    what: &str,
+    threads: usize,
+    runtime: Duration,
+    work: F,
+) -> Result<(Sample, Vec<R>), String>
+where
+    R: Send,
+    F: Fn(usize, &AtomicBool) -> (u64, R) + Sync,
+{
+    let stop = AtomicBool::new(false);
+    // Main holds the gate exclusively until every thread waits for a shared
+    // hold (a `Barrier` cannot be released if a spawn fails midway).
+    let gate = std::sync::RwLock::new(());
+    let ready = AtomicUsize::new(0);
+    let finished = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let closed = gate.write().unwrap_or_else(PoisonError::into_inner);
+        let mut handles = Vec::with_capacity(threads);
+        for i in 0..threads {
+            let (stop, gate, ready, finished, work) = (&stop, &gate, &ready, &finished, &work);
+            let spawned = std::thread::Builder::new()
+                .name(format!("scenario-{i}"))
+                .spawn_scoped(s, move || {
+                    // Relaxed: head counts only; the gate orders the start
+                    // and the join publishes the results.
+                    ready.fetch_add(1, Ordering::Relaxed);
+                    drop(gate.read().unwrap_or_else(PoisonError::into_inner));
+                    let out = work(i, stop);
+                    finished.fetch_add(1, Ordering::Relaxed);
+                    out
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    drop(closed);
+                    return Err(format!("cannot spawn thread {i} of {threads}: {e}"));
+                }
+            }
+        }
+        while ready.load(Ordering::Relaxed) < threads {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        let start = Instant::now();
+        drop(closed);
+        std::thread::sleep(runtime);
+        // Relaxed: "stop soon"; results travel through the joins.
+        stop.store(true, Ordering::Relaxed);
+        let elapsed = start.elapsed();
+        let grace = Duration::from_secs(30).max(runtime * 20);
+        while finished.load(Ordering::Relaxed) < threads {
+            if start.elapsed() > elapsed + grace {
+                eprintln!(
+                    "locktest: {what}: {} of {threads} threads still running {:.0}s after \
+                     stop: deadlock or lost wake-up",
+                    threads - finished.load(Ordering::Relaxed),
+                    grace.as_secs_f64()
+                );
+                std::process::exit(1);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut counts = Vec::with_capacity(threads);
+        let mut found = Vec::with_capacity(threads);
+        for h in handles {
+            let (ops, r) = h
+                .join()
+                .map_err(|_| format!("{what}: a worker thread panicked"))?;
+            counts.push(ops);
+            found.push(r);
+        }
+        Ok((Sample { counts, elapsed }, found))
+    })
+}
