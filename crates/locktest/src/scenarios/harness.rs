@@ -8,6 +8,33 @@ use std::time::{Duration, Instant};
 
 use crate::bench::Sample;
 
+/// A tiny xorshift64* generator: per thread, no shared state.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for thread `i` (never the stuck-at-zero state).
+    pub fn new(i: usize) -> Self {
+        Rng((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// The next 64 random bits.
+    #[inline]
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    #[inline]
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next() >> 32) % n as u64) as usize
+    }
+}
+
 /// Runs `work(thread, stop)` on `threads` threads for `runtime`. `work`
 /// loops until `stop` is set and returns its operation count and its own
 /// findings `R`. A thread that is not out 30 s (or 20 runtimes) after the

@@ -14,6 +14,7 @@
 //! runs, prints them and writes the JSON.
 
 mod harness;
+mod memtype;
 mod pmtimer;
 mod record;
 
@@ -64,7 +65,7 @@ pub struct Scenario {
 }
 
 /// Every scenario, in the order the seeds were landed.
-pub static SCENARIOS: &[Scenario] = &[pmtimer::SCENARIO];
+pub static SCENARIOS: &[Scenario] = &[pmtimer::SCENARIO, memtype::SCENARIO];
 
 /// `before_fn!(name, function, Data)`: `function::<Lock<Data>>` for the
 /// registry lock called `name`, as a [`RunFn`] (one monomorphized loop per
@@ -153,7 +154,7 @@ pub fn command(args: &ScenarioArgs) -> Result<(), Failure> {
     for &t in &threads {
         for round in 1..=args.rounds {
             let mut order: Vec<_> = variants.iter().collect();
-            if round % 2 == 0 {
+            if round.is_multiple_of(2) {
                 order.reverse();
             }
             for (variant, lock, run) in order {
