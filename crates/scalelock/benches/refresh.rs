@@ -2,11 +2,17 @@
 //! before seed 003's patch), side by side in one process.
 //!
 //! Each op asks for a fresh value; an update costs `WORK_NS` of spinning
-//! (a TSC read and scaling in pmtimer is ~100 ns; try 100 and 2000). Report:
-//! median over rounds of calls/s and of the ratio to the locking baseline
-//! in the same round, plus updates per call. Run: `cargo bench -p scalelock
-//! --bench refresh` (env `ROUNDS`, `RUNTIME_MS`, `THREADS=2,16`,
-//! `WORK_NS=100,2000`).
+//! (a TSC read and scaling in pmtimer is ~100 ns; an emulated device or a
+//! cache refill a few µs). Between calls each thread does `THINK_NS` of
+//! private work: 0 is the closed loop (every thread calls back to back, so
+//! at most two threads, one per CPU here, are ever running and sharing is
+//! capped by the pipeline: the callers that arrive during one update share
+//! the next); a think time makes arrivals independent of the lock, as a
+//! vCPU that reads the timer now and then. Report: median over rounds of
+//! calls/s, of the ratio to the locking baseline in the same round, and of
+//! calls per update. Run: `cargo bench -p scalelock --bench refresh` (env
+//! `ROUNDS`, `RUNTIME_MS`, `THREADS=2,16`, `WORK_NS=100,5000`,
+//! `THINK_NS=0,2000`).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,18 +22,45 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
-fn work(ns: u64, base: u64) -> u64 {
-    let end = Instant::now() + Duration::from_nanos(ns);
+/// Iterations of the `work` loop per µs, calibrated once. (Not a clock loop:
+/// on this VM clock reads serialise across CPUs, so two threads "working"
+/// by polling `Instant::now` would slow each other down.)
+static ITERS_PER_US: AtomicU64 = AtomicU64::new(0);
+
+fn calibrate() {
+    let n = 20_000_000u64;
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let t = Instant::now();
+        black_box(spin_iters(n, 1));
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    ITERS_PER_US.store((n as f64 / (best * 1e6)) as u64, Ordering::Relaxed);
+}
+
+fn spin_iters(n: u64, base: u64) -> u64 {
     let mut x = base;
-    while Instant::now() < end {
+    for _ in 0..n {
         x = black_box(x.wrapping_mul(31).wrapping_add(1));
     }
-    x | 1
+    x
+}
+
+/// About `ns` of CPU work (a recompute); returns a value derived from `base`.
+fn work(ns: u64, base: u64) -> u64 {
+    spin_iters(ns * ITERS_PER_US.load(Ordering::Relaxed) / 1000, base) | 1
 }
 
 trait Refresher: Send + Sync + 'static {
     fn new() -> Self;
     fn fresh(&self, ns: u64, updates: &AtomicU64) -> u64;
+}
+
+/// Private work between calls (not counted as an update).
+fn think(ns: u64) {
+    if ns != 0 {
+        black_box(work(ns, 1));
+    }
 }
 
 /// Everyone takes the lock and recomputes.
@@ -73,10 +106,10 @@ impl Refresher for Once {
 
 struct Sample {
     mcalls: f64,
-    updates_per_call: f64,
+    calls_per_update: f64,
 }
 
-fn sample<R: Refresher>(threads: usize, ns: u64, runtime: Duration) -> Sample {
+fn sample<R: Refresher>(threads: usize, ns: u64, think_ns: u64, runtime: Duration) -> Sample {
     let r = Arc::new(R::new());
     let updates = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -91,6 +124,7 @@ fn sample<R: Refresher>(threads: usize, ns: u64, runtime: Duration) -> Sample {
                 while !stop.load(Ordering::Relaxed) {
                     black_box(r.fresh(ns, &updates));
                     *ops += 1;
+                    think(think_ns);
                 }
                 *ops
             })
@@ -104,7 +138,7 @@ fn sample<R: Refresher>(threads: usize, ns: u64, runtime: Duration) -> Sample {
     let el = start.elapsed().as_secs_f64();
     Sample {
         mcalls: calls as f64 / el / 1e6,
-        updates_per_call: updates.load(Ordering::Relaxed) as f64 / calls.max(1) as f64,
+        calls_per_update: calls as f64 / updates.load(Ordering::Relaxed).max(1) as f64,
     }
 }
 
@@ -118,7 +152,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-type Runner = fn(usize, u64, Duration) -> Sample;
+type Runner = fn(usize, u64, u64, Duration) -> Sample;
 
 fn list(var: &str, default: &str) -> Vec<u64> {
     std::env::var(var)
@@ -131,22 +165,28 @@ fn list(var: &str, default: &str) -> Vec<u64> {
 fn main() {
     let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
     let rounds: usize = env("ROUNDS", "5").parse().expect("ROUNDS");
+    calibrate();
     let runtime = Duration::from_millis(env("RUNTIME_MS", "300").parse().expect("RUNTIME_MS"));
     let threads = list("THREADS", "2,16");
-    let works = list("WORK_NS", "100,2000");
+    let works = list("WORK_NS", "100,5000");
+    let thinks = list("THINK_NS", "0,2000");
     let kinds: Vec<(&str, Runner)> = vec![
         ("lock+recompute (qspinlock)", sample::<LockAll>),
         ("refresh-once", sample::<Once>),
         ("lock+recompute (pl-mutex)", sample::<LockAllPl>),
     ];
     println!(
-        "# {rounds} rounds x {} ms, median; ratio = calls/s / lock+recompute (qspinlock) in the same round",
-        runtime.as_millis()
+        "# {rounds} rounds x {} ms, median; ratio = calls/s / lock+recompute (qspinlock) in the same round; {} work iterations/us",
+        runtime.as_millis(),
+        ITERS_PER_US.load(Ordering::Relaxed)
     );
-    println!("| threads | work ns | variant | Mcalls/s | ratio | updates/call |");
-    println!("| --- | --- | --- | --- | --- | --- |");
+    println!("| threads | work ns | think ns | variant | Mcalls/s | ratio | calls/update |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     for &t in &threads {
-        for &w in &works {
+        for (&w, &th) in works
+            .iter()
+            .flat_map(|w| thinks.iter().map(move |th| (w, th)))
+        {
             let mut res: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> =
                 vec![(vec![], vec![], vec![]); kinds.len()];
             for round in 0..rounds {
@@ -157,20 +197,20 @@ fn main() {
                 };
                 let mut by: Vec<Option<Sample>> = (0..kinds.len()).map(|_| None).collect();
                 for &i in &order {
-                    by[i] = Some((kinds[i].1)(t as usize, w, runtime));
+                    by[i] = Some((kinds[i].1)(t as usize, w, th, runtime));
                 }
                 let base = by[0].as_ref().unwrap().mcalls;
                 for (i, s) in by.into_iter().enumerate() {
                     let s = s.unwrap();
                     res[i].0.push(s.mcalls);
                     res[i].1.push(s.mcalls / base);
-                    res[i].2.push(s.updates_per_call);
+                    res[i].2.push(s.calls_per_update);
                 }
             }
             for (i, (name, _)) in kinds.iter().enumerate() {
                 let (m, q, u) = res[i].clone();
                 println!(
-                    "| {t} | {w} | {name} | {:.3} | {:.2} | {:.2} |",
+                    "| {t} | {w} | {th} | {name} | {:.3} | {:.2} | {:.2} |",
                     median(m),
                     median(q),
                     median(u)

@@ -14,93 +14,225 @@
 //! `refresh(f)` returns the value computed by an update (a call of some
 //! caller's `f`) that **started after the caller arrived**, and the caller
 //! waits for **at most one update beyond the one in progress at its
-//! arrival**: a caller arriving while the lock is idle waits for one update
+//! arrival**: a caller arriving while no update runs waits for one update
 //! (often its own); a caller arriving mid-update waits for that update to
 //! finish (its result was computed from a time before the caller came, so it
-//! does not count) and then for the next one, and never for a third.
+//! does not count) and then for the next one, and never for a third. All
+//! callers that arrive during one update are served by the *same* next
+//! update. (An update whose `f` panics does not count: it completes nothing,
+//! and its waiters wait for the update that replaces it.)
 //!
-//! # The state word
+//! # The words
 //!
 //! ```text
-//!  bits 31..2           1        0
-//! +-------------------+--------+------+
-//! | generation        | PARKED | BUSY |
-//! +-------------------+--------+------+
+//! state:   bits 31..3    2             1      0
+//!         +------------+-------------+------+------+
+//!         | generation | NEXT_PARKED | NEXT | BUSY |
+//!         +------------+-------------+------+------+
+//! gate[0], gate[1]:  bits 31..1 event count | bit 0 GATE_PARKED
 //! ```
-//! `generation` counts completed updates (wrapping; 2^30 values). `BUSY` is
-//! set for the whole of an update: from just before `f` runs until its
-//! result is published. Both change only under the value's writer lock (the
-//! [`SeqLock`]'s `RawQSpinLock`). `PARKED`: some caller sleeps on this word
-//! (`Platform::wait`); set by sleepers, cleared by the update that finishes.
+//! - `generation` counts completed updates (wrapping; 2^29 values). Target
+//!   generation `t` means "the update that completes generation `t`",
+//!   `U(t)`.
+//! - `BUSY`: an update runs, from the `cmpxchg` that starts it (the only way
+//!   to start one: `BUSY` *is* the update lock) until the `cmpxchg` that
+//!   completes it. Only its runner changes `generation` and clears `BUSY`.
+//! - `NEXT`: a waiter (the *head*) has claimed the job of starting the update
+//!   after the running one. Set by that waiter (while `BUSY`), kept by the
+//!   completion, cleared by the next start (whoever starts it: a newcomer may
+//!   beat the head, which then simply waits like everyone else).
+//! - `NEXT_PARKED`: the head sleeps on `state`; set by the head (while
+//!   `BUSY`), cleared by the completion, which then wakes it.
+//! - `gate[t & 1]` (by the parity of the target generation): callers waiting
+//!   for `U(t)` without being its head sleep here. The completion of `t`
+//!   bumps the count of `gate[t & 1]` and wakes it if `GATE_PARKED`. So the
+//!   callers waiting for `U(t + 1)` sleep through the completion of `t` on
+//!   the other gate: every sleeper wakes once, when its value is ready.
 //!
 //! # Algorithm
-//! 1. **Arrive**: load the state (SeqCst). If it shows generation `g` and
-//!    not `BUSY`, the first update to start after now completes generation
-//!    `g + 1`: that is our target. If `BUSY`, the update in progress
-//!    completes `g + 1` but started before us, so the target is `g + 2`.
-//! 2. Loop: if the generation has reached the target, read the value
-//!    (SeqLock read: atomic, never torn) and return it. If the state is not
-//!    `BUSY`, `try_lock` the writer lock; the winner re-checks the target
-//!    (someone may have completed it meanwhile: then return that result
-//!    without recomputing), else sets `BUSY`, runs `f` on the current value,
-//!    publishes the result, and stores generation + 1 with `BUSY` and
-//!    `PARKED` clear (Release), waking sleepers if `PARKED` was set. If
-//!    `BUSY`, spin with backoff, then set `PARKED` and sleep on the word
-//!    until it changes.
+//! 1. **Arrive**: load `state` (SeqCst). Generation `g`, not `BUSY`: the
+//!    target is `g + 1` (the first update to start from now on). `BUSY`: the
+//!    running update completes `g + 1` but started before us, so the target
+//!    is `g + 2`.
+//! 2. **Start**: whenever `state` is not `BUSY` and the target is not
+//!    reached, `cmpxchg` it to `generation | BUSY` (SeqCst); the winner runs
+//!    `f` on the current value, publishes the result in the [`SeqLock`]
+//!    (atomic; readers never see a torn value), then completes: `cmpxchg` to
+//!    `generation + 1`, keeping `NEXT`; bumps the target's gate; wakes the
+//!    gate's sleepers and the head as their bits say. It returns its own
+//!    result (its update started after it arrived, whatever the generation).
+//! 3. **Wait** while `BUSY` and the target is not reached:
+//!    - the target's update is the one after the running one (`BUSY` at
+//!      `t - 2`) and nobody claimed it: claim `NEXT` and become its head. The
+//!      head spins (it must start the update soon after the running one
+//!      completes; see "Grace"), then sleeps on `state` with `NEXT_PARKED`.
+//!    - otherwise (the target runs now, or a head will start it): spin
+//!      briefly, then sleep on the target's gate.
+//! 4. **Return** as soon as the generation reached the target: read the
+//!    value (a `SeqLock` read).
 //!
 //! # Why the promise holds
-//! - *Started after arrival*: an update starts with its `BUSY` store, made
-//!   while holding the writer lock, at generation `g'`. If our arrival load
-//!   saw `g` not busy, every later `BUSY` store follows it in the word's
-//!   modification order (coherence), so the update completing `g + 1`
-//!   started after us, as did all later ones. If it saw `BUSY` at `g`, the
-//!   update completing `g + 2` set `BUSY` after the completion store of
-//!   `g + 1`, which follows our load. Both stores are SeqCst with the
-//!   arrival load, so "after" also holds in the single total order that
-//!   orders the clock reads `f` makes after its `BUSY` store.
-//! - *At most one more*: generations grow by exactly one per update, and a
-//!   caller returns as soon as it sees its target. Updates are serialized, so
-//!   between our arrival and our target there are at most the update in
-//!   progress (completing `g + 1`) and the target itself. Some waiter always
-//!   takes the free writer lock, so the target is reached.
-//! - *Atomic publication*: the value lives in a [`SeqLock`]; a reader never
-//!   sees a half-written value, and the generation store is Release after the
+//! - *Started after arrival*: an update starts with a SeqCst `cmpxchg` of
+//!   `state` from a value without `BUSY`. If our arrival load saw `g` not
+//!   busy, every later start follows it in `state`'s modification order
+//!   (coherence), so the update completing `g + 1` started after us, as did
+//!   all later ones. If it saw `BUSY` at `g`, the update completing `g + 2`
+//!   started after the completion of `g + 1`, which follows our load. Both
+//!   are SeqCst with the arrival load, so "after" also holds in the single
+//!   total order that orders the clock reads `f` makes after its start.
+//! - *At most one more, and shared*: generations grow by exactly one per
+//!   update, and a caller returns as soon as it sees its target. Updates are
+//!   serialized (`BUSY`), so between our arrival and our target there are at
+//!   most the update in progress (completing `g + 1`) and the target itself.
+//!   Every caller arriving during `U(g + 1)` has target `g + 2` and returns
+//!   when `U(g + 2)` completes.
+//! - *Progress*: the target is started by the head (which never sleeps
+//!   through the completion before it: that completion clears
+//!   `NEXT_PARKED` and wakes it), by a newcomer, or by a waiter that finds
+//!   `state` idle; a non-head sleeps only while its target runs or a head
+//!   exists for it.
+//! - *Atomic publication*: the completion `cmpxchg` is Release after the
 //!   value was published, so a caller that sees its target (Acquire) reads
 //!   that value or a later one.
 //!
 //! # No lost wake-up
-//! A sleeper sets `PARKED` with a `cmpxchg` from the very (`BUSY`) value it
-//! judged, then sleeps while the word equals that value plus `PARKED`. The
-//! finishing update `swap`s in a new generation: if the `swap` follows the
-//! `cmpxchg` it sees `PARKED` and wakes everyone; if it precedes it the
-//! `cmpxchg` fails and the sleeper re-checks.
+//! - Head: it sets `NEXT_PARKED` with a `cmpxchg` from the very `BUSY` value
+//!   it judged and sleeps while `state` equals that value plus
+//!   `NEXT_PARKED`. The completion is an RMW of `state` too: after the head's
+//!   `cmpxchg` it sees `NEXT_PARKED` and wakes (`wake_all`: an abandoned
+//!   update can leave a stale second head, see the abandon note); before it,
+//!   the `cmpxchg` fails and the head re-checks.
+//! - Gate sleeper: it reads the gate's count *before* checking `state`, sets
+//!   `GATE_PARKED` with a `cmpxchg` from that count, and sleeps while the gate
+//!   equals count plus `GATE_PARKED`. A completion changes `state` first and
+//!   then bumps the gate (Release; the sleeper's load is Acquire): if the
+//!   sleeper's count is from after the bump, its `state` check sees the
+//!   completion; if from before, the bump makes the `cmpxchg` fail or sees
+//!   `GATE_PARKED` and wakes.
+//!
+//! # Cache lines
+//! `state`, the gates and the value live on three lines. Waiters poll only
+//! `state`, so an update costs the updater two transfers of that line (its
+//! start and its completion `cmpxchg`) however many wait; the value's line
+//! (sequence, writer lock, cells) moves only when a caller reads the result,
+//! once per call; the gates' line only when somebody sleeps. (With all three
+//! on one line every poll made each of the updater's six writes a miss.)
 //!
 //! # Waiting (16 threads on 2 cores)
-//! Callers waiting for an update sleep (futex on std) after a short spin, so
-//! the updater gets the CPU; a waiter that finds the state idle but the
-//! writer lock held (a new updater about to set `BUSY`, or the last one
-//! about to release) backs off with yields, which lasts a few instructions of
-//! the holder's time.
+//! Updates are short (a clock read, ~100 ns) to moderate (µs). Waiters poll
+//! `state` with loads, the first `POLL_RELAXES` relaxes apart and then
+//! doubling to 16x that: every poll of the line the updater is about to
+//! write costs the updater a miss, so dense polling slowed a 100 ns update
+//! loop down 2x. A non-head polls for `SPIN_NS` (about the cost of sleeping
+//! and being woken; never yielding) and then sleeps, so the updater and the
+//! callers that can still join the next update get the CPUs; it wakes once.
+//! The head polls longer (`HEAD_SPIN_NS`, yielding after `SPIN_NS`) because
+//! the next update waits for it or a newcomer, then sleeps until the
+//! running update completes. Without a clock (`now_ns() == 0`) the budgets
+//! are poll counts.
+//!
+//! **Grace.** When the update before its target completes, the head does
+//! not start its target at once if that update was long (it polled
+//! `GRACE_MIN_POLLS` or more): it polls `HEAD_GRACE_POLLS` more times, so
+//! that the callers just served, back for their next value, start the target
+//! themselves and share it with everyone waiting (otherwise each of them
+//! arrives during the head's update and needs the one after). Non-heads that
+//! see the state idle with a head leave the start to it while their spin
+//! budget lasts (they never sleep on an idle state). A cheap update is
+//! started at once: sharing it costs more line transfers than recomputing.
 //!
 //! If `f` panics, the update is abandoned: `BUSY` is cleared (same
-//! generation) and sleepers are woken; one of them then updates.
+//! generation, `NEXT` kept) and every sleeper is woken; one of them then
+//! updates. A head claimed before the abandon may then coexist with a head
+//! claimed after it; both act as heads, which is harmless (two spinners,
+//! and `wake_all` on `state`).
 
 use crate::platform::{DefaultPlatform, Platform};
-use crate::seqlock::{NoUninit, SeqLock, SeqLockWriteGuard};
+use crate::seqlock::{NoUninit, SeqLock};
 use crate::sync::atomic::{AtomicU32, Ordering};
-use crate::wait::Backoff;
 
-/// An update is in progress.
+/// An update is running; the update lock.
 const BUSY: u32 = 1 << 0;
-/// Somebody sleeps on the state word.
-const PARKED: u32 = 1 << 1;
+/// A waiting caller (the head) will start the update after the running one.
+const NEXT: u32 = 1 << 1;
+/// The head sleeps on `state`.
+const NEXT_PARKED: u32 = 1 << 2;
 /// One completed update.
-const ONE_GEN: u32 = 1 << 2;
+const ONE_GEN: u32 = 1 << 3;
 /// The generation field.
 const GEN_MASK: u32 = !(ONE_GEN - 1);
 
-/// Backoff steps a waiter spins (the last few yield) before sleeping.
-const SPIN_STEPS: u32 = 6;
+/// Somebody sleeps on this gate.
+const GATE_PARKED: u32 = 1 << 0;
+/// One completion of a generation of this gate's parity.
+const GATE_ONE: u32 = 1 << 1;
+
+/// Relaxes between two polls of `state` (~10-50 ns each on x86): the first
+/// polls are quick, later ones up to `POLL_RELAXES << 4` apart, since every
+/// poll of a line the updater is about to write costs the updater a miss.
+const POLL_RELAXES: u32 = 4;
+/// How long a non-head polls before sleeping on its gate (and after which
+/// the head yields between polls): about a sleep plus a wake-up.
+const SPIN_NS: u64 = 1_500;
+/// How long the head polls before sleeping on `state`.
+const HEAD_SPIN_NS: u64 = 4_000;
+/// Poll budget of a non-head, with or without a clock (zero under loom, so
+/// the models sleep).
+const SPIN_POLLS: u32 = if cfg!(loom) { 0 } else { 32 };
+/// Polls the head waits, once the update before its target completed, for
+/// a newcomer to start its target (and share it) before starting it itself.
+const HEAD_GRACE_POLLS: u32 = if cfg!(loom) { 1 } else { 32 };
+/// The head grants the grace only if it polled at least this long while the
+/// update before its target ran (~1 µs): sharing a cheaper update costs
+/// more cache-line transfers (the sharer's polls and value read, each one
+/// the updater's miss) than recomputing it.
+const GRACE_MIN_POLLS: u32 = if cfg!(loom) { 0 } else { 16 };
+/// Poll budget of the head.
+const HEAD_SPIN_POLLS: u32 = if cfg!(loom) { 0 } else { 64 };
+
+/// A waiter's polling budget: time where the platform has a clock (read
+/// every 4th poll: clock reads are not free, and on some VMs they serialise
+/// across CPUs), a poll count in any case.
+struct Spin {
+    start_ns: u64,
+    polls: u32,
+    late: bool,
+}
+
+impl Spin {
+    fn new<P: Platform>() -> Self {
+        Self {
+            start_ns: P::now_ns(),
+            polls: 0,
+            late: false,
+        }
+    }
+
+    /// Within budget (`ns` and `polls`): waits one poll interval (yields
+    /// instead, past `SPIN_NS`, if `yield_late`) and returns true. Past
+    /// it, returns false.
+    fn poll<P: Platform>(&mut self, ns: u64, polls: u32, yield_late: bool) -> bool {
+        if self.polls >= polls {
+            return false;
+        }
+        self.polls += 1;
+        if self.start_ns != 0 && self.polls.is_multiple_of(4) {
+            let elapsed = P::now_ns().wrapping_sub(self.start_ns);
+            if elapsed >= ns {
+                return false;
+            }
+            self.late = elapsed >= SPIN_NS;
+        }
+        if yield_late && self.late {
+            P::yield_now();
+        } else {
+            for _ in 0..POLL_RELAXES << (self.polls / 8).min(4) {
+                P::relax();
+            }
+        }
+        true
+    }
+}
 
 /// Has the generation in `state` reached `target` (wrapping)?
 #[inline]
@@ -108,13 +240,37 @@ const fn reached(state: u32, target: u32) -> bool {
     ((state & GEN_MASK).wrapping_sub(target) as i32) >= 0
 }
 
+/// The gate of callers waiting for the update that completes `target`.
+#[inline]
+const fn gate_index(target: u32) -> usize {
+    ((target / ONE_GEN) & 1) as usize
+}
+
 /// A value that many threads refresh, one at a time, sharing each
 /// refresh; see the module documentation.
+///
+/// Each of its three parts has a cache line of its own (see "Cache lines"
+/// in the module docs), so it takes 384 bytes plus the value.
 pub struct RefreshOnce<T: NoUninit, P: Platform = DefaultPlatform> {
-    /// Generation, `BUSY` and `PARKED`; see the module docs.
-    state: AtomicU32,
-    /// The value; its writer lock serialises updates.
-    value: SeqLock<T, P>,
+    /// Generation, `BUSY`, `NEXT`, `NEXT_PARKED`; see the module docs.
+    state: Line<AtomicU32>,
+    /// Sleepers by the parity of their target generation.
+    gates: Line<[AtomicU32; 2]>,
+    /// The value. Its writer lock is only ever taken by the `BUSY` owner, so
+    /// it is never contended.
+    value: Line<SeqLock<T, P>>,
+}
+
+/// A cache line of its own (128 bytes: x86 prefetches lines in pairs).
+#[repr(align(128))]
+struct Line<T>(T);
+
+impl<T> core::ops::Deref for Line<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
@@ -122,8 +278,9 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
     #[cfg(not(loom))]
     pub const fn new(value: T) -> Self {
         Self {
-            state: AtomicU32::new(0),
-            value: SeqLock::new(value),
+            state: Line(AtomicU32::new(0)),
+            gates: Line([AtomicU32::new(0), AtomicU32::new(0)]),
+            value: Line(SeqLock::new(value)),
         }
     }
 
@@ -131,8 +288,9 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
     #[cfg(loom)]
     pub fn new(value: T) -> Self {
         Self {
-            state: AtomicU32::new(0),
-            value: SeqLock::new(value),
+            state: Line(AtomicU32::new(0)),
+            gates: Line([AtomicU32::new(0), AtomicU32::new(0)]),
+            value: Line(SeqLock::new(value)),
         }
     }
 
@@ -142,15 +300,13 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
     /// caller's update can serve this call.
     #[inline]
     pub fn refresh(&self, f: impl FnOnce(&T) -> T) -> T {
-        // Arrival. SeqCst: ordered against every update's SeqCst BUSY store.
+        // Arrival. SeqCst: ordered against every start's SeqCst cmpxchg.
         let s = self.state.load(Ordering::SeqCst);
         let target = (s & GEN_MASK)
             .wrapping_add(ONE_GEN)
             .wrapping_add(if s & BUSY != 0 { ONE_GEN } else { 0 });
-        if s & BUSY == 0
-            && let Some(guard) = self.value.try_lock()
-        {
-            return self.update_locked(guard, target, f);
+        if s & BUSY == 0 && self.try_start(s) {
+            return self.run_update(s & GEN_MASK, f);
         }
         self.refresh_slow(target, f)
     }
@@ -161,10 +317,10 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
         self.value.read()
     }
 
-    /// The number of completed updates (wrapping at 2^30).
+    /// The number of completed updates (wrapping at 2^29).
     #[inline]
     pub fn generation(&self) -> u32 {
-        self.state.load(Ordering::Acquire) >> ONE_GEN.trailing_zeros()
+        self.state.load(Ordering::Acquire) / ONE_GEN
     }
 
     /// Whether an update is running right now (a momentary snapshot).
@@ -173,93 +329,203 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
         self.state.load(Ordering::Relaxed) & BUSY != 0
     }
 
+    /// Who sleeps right now (a momentary snapshot, for tests and
+    /// diagnostics): (the head on `state`, somebody on a gate).
+    #[doc(hidden)]
+    pub fn sleepers(&self) -> (bool, bool) {
+        (
+            self.state.load(Ordering::Relaxed) & NEXT_PARKED != 0,
+            self.gates
+                .iter()
+                .any(|g| g.load(Ordering::Relaxed) & GATE_PARKED != 0),
+        )
+    }
+
+    /// Starts an update from the idle `state` value `s`: the update lock.
+    #[inline]
+    fn try_start(&self, s: u32) -> bool {
+        debug_assert_eq!(s & BUSY, 0);
+        // SeqCst: the start follows every arrival that saw `s` (or earlier)
+        // in the total order; Acquire also pairs with the last completion's
+        // Release (we read the value it published).
+        self.state
+            .compare_exchange(
+                s,
+                (s & GEN_MASK) | BUSY,
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
     #[cold]
     fn refresh_slow(&self, target: u32, f: impl FnOnce(&T) -> T) -> T {
-        let mut backoff = Backoff::new();
+        let gate = &self.gates[gate_index(target)];
+        let mut spin = Spin::new::<P>();
+        let mut head = false;
+        let mut grace = 0;
         loop {
-            // Acquire pairs with the Release `swap` that completed the
-            // generation we see, and so with its value's publication.
+            // Read before the state check (see "No lost wake-up"). Acquire
+            // pairs with the Release bump that follows a completion.
+            let g = gate.load(Ordering::Acquire);
+            // Acquire pairs with the Release completion of the generation we
+            // see, and so with its value's publication.
             let s = self.state.load(Ordering::Acquire);
             if reached(s, target) {
                 return self.value.read();
             }
+            let next = (s & GEN_MASK).wrapping_add(ONE_GEN);
             if s & BUSY == 0 {
-                if let Some(guard) = self.value.try_lock() {
-                    return self.update_locked(guard, target, f);
+                // Idle. If a head waits to start our target, it gives the
+                // callers just served a moment to come back and start it
+                // themselves (then they share it with us).
+                let headed = s & NEXT != 0 && next == target;
+                if headed && head && grace < HEAD_GRACE_POLLS && spin.polls >= GRACE_MIN_POLLS {
+                    grace += 1;
+                    for _ in 0..POLL_RELAXES {
+                        P::relax();
+                    }
+                    continue;
                 }
-                // Idle but locked: an updater is about to set BUSY, or the
-                // last one is about to release. A few of its instructions.
-                backoff.snooze::<P>();
+                // Headed and not the head: leave the start to the head while
+                // we may spin (never sleep on an idle state: the head may be
+                // preempted), then start it ourselves.
+                if headed && !head && spin.poll::<P>(SPIN_NS, SPIN_POLLS, false) {
+                    continue;
+                }
+                if self.try_start(s) {
+                    // Started after our arrival: ours serves us even if an
+                    // abandoned update left the generation below target.
+                    return self.run_update(s & GEN_MASK, f);
+                }
+                P::relax();
                 continue;
-            }
-            if backoff.steps() < SPIN_STEPS {
-                backoff.snooze::<P>();
-                continue;
-            }
-            // Set PARKED from the value we judged (see "No lost wake-up").
-            if s & PARKED == 0
-                && self
+            } else if next != target && s & NEXT == 0 {
+                // Our target is the update after the running one, and
+                // nobody has claimed it: claim it. Relaxed: publishes
+                // nothing; the start is ordered by its own cmpxchg.
+                if self
                     .state
-                    .compare_exchange_weak(s, s | PARKED, Ordering::Relaxed, Ordering::Relaxed)
+                    .compare_exchange_weak(s, s | NEXT, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    head = true;
+                    spin = Spin::new::<P>();
+                }
+                continue;
+            } else if next != target && head {
+                // Head, while the update before ours runs: be ready to
+                // start ours the moment it completes.
+                if spin.poll::<P>(HEAD_SPIN_NS, HEAD_SPIN_POLLS, true) {
+                    continue;
+                }
+                if s & NEXT_PARKED == 0
+                    && self
+                        .state
+                        .compare_exchange_weak(
+                            s,
+                            s | NEXT_PARKED,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        )
+                        .is_err()
+                {
+                    continue;
+                }
+                P::wait(&self.state, s | NEXT_PARKED);
+                continue;
+            } else if next == target {
+                // Our target runs (a newcomer may have beaten our head).
+                head = false;
+            }
+            // Our target runs now, or its head will start it: wait for its
+            // completion on our gate.
+            if spin.poll::<P>(SPIN_NS, SPIN_POLLS, false) {
+                continue;
+            }
+            if g & GATE_PARKED == 0
+                && gate
+                    .compare_exchange_weak(g, g | GATE_PARKED, Ordering::Relaxed, Ordering::Relaxed)
                     .is_err()
             {
                 continue;
             }
-            P::wait(&self.state, s | PARKED);
+            P::wait(gate, g | GATE_PARKED);
         }
     }
 
-    /// Holding the writer lock: run the update unless `target` was reached.
-    fn update_locked(
-        &self,
-        mut guard: SeqLockWriteGuard<'_, T, P>,
-        target: u32,
-        f: impl FnOnce(&T) -> T,
-    ) -> T {
-        // Only the writer-lock holder changes the generation or BUSY, and
-        // PARKED is only set while BUSY, so this is a plain generation.
-        let s = self.state.load(Ordering::Relaxed);
-        debug_assert_eq!(s & (BUSY | PARKED), 0);
-        let current = guard.get();
-        if reached(s, target) {
-            // Someone completed our target since we looked: share it.
-            return current;
-        }
-        // The update starts. SeqCst: after every arrival that saw `s` idle.
-        self.state.fetch_or(BUSY, Ordering::SeqCst);
-        let abandon = Abandon {
-            owner: self,
-            state: s,
-        };
-        let new = f(&current);
+    /// Holding `BUSY` at generation `generation`: run `f`, publish, complete.
+    fn run_update(&self, generation: u32, f: impl FnOnce(&T) -> T) -> T {
+        let abandon = Abandon { owner: self };
+        // Never contended: only the BUSY owner takes the writer lock.
+        let guard = self.value.lock();
+        let new = f(&guard.get());
+        guard.publish(new);
         core::mem::forget(abandon);
-        guard.set(new);
-        // Release pairs with waiters' Acquire state load: the value above is
-        // published before they see the new generation.
-        self.finish(s.wrapping_add(ONE_GEN));
-        drop(guard);
+        self.complete(generation.wrapping_add(ONE_GEN));
         new
     }
 
-    /// Stores `state` (not BUSY, not PARKED) and wakes any sleepers.
+    /// Ends the running update: `state` becomes generation `generation`, not BUSY,
+    /// with `NEXT` kept; wakes the head if it sleeps.
     #[inline]
-    fn finish(&self, state: u32) {
-        let old = self.state.swap(state, Ordering::Release);
-        if old & PARKED != 0 {
+    fn set_idle(&self, generation: u32) {
+        let mut old = self.state.load(Ordering::Relaxed);
+        loop {
+            debug_assert_ne!(old & BUSY, 0);
+            // Release pairs with waiters' Acquire state loads (and the next
+            // starter's cmpxchg): the value is published before they see the
+            // new generation. SeqCst: ordered with arrivals (see "Why").
+            match self.state.compare_exchange_weak(
+                old,
+                generation | (old & NEXT),
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                // Only NEXT / NEXT_PARKED change under us (the head).
+                Err(now) => old = now,
+            }
+        }
+        if old & NEXT_PARKED != 0 {
             P::wake_all(&self.state);
         }
     }
+
+    /// Bumps `gate` after a state change its sleepers wait for; wakes them.
+    #[inline]
+    fn open_gate(&self, gate: &AtomicU32) {
+        // Release pairs with the sleepers' Acquire gate load that precedes
+        // their state check.
+        let old = gate.swap(
+            (gate.load(Ordering::Relaxed) & !GATE_PARKED).wrapping_add(GATE_ONE),
+            Ordering::Release,
+        );
+        if old & GATE_PARKED != 0 {
+            P::wake_all(gate);
+        }
+    }
+
+    /// Completes generation `generation` and wakes the callers waiting for it.
+    #[inline]
+    fn complete(&self, generation: u32) {
+        self.set_idle(generation);
+        self.open_gate(&self.gates[gate_index(generation)]);
+    }
 }
 
-/// Clears `BUSY` (same generation) if `f` unwinds.
+/// Abandons the update (clears `BUSY`, same generation) if `f` unwinds.
 struct Abandon<'a, T: NoUninit, P: Platform> {
     owner: &'a RefreshOnce<T, P>,
-    state: u32,
 }
 
 impl<T: NoUninit, P: Platform> Drop for Abandon<'_, T, P> {
     fn drop(&mut self) {
-        self.owner.finish(self.state);
+        let o = self.owner;
+        o.set_idle(o.state.load(Ordering::Relaxed) & GEN_MASK);
+        // Waiters for the abandoned update must retry: wake both gates.
+        o.open_gate(&o.gates[0]);
+        o.open_gate(&o.gates[1]);
     }
 }
 
@@ -381,7 +647,7 @@ mod tests {
         // Both waiters must arrive during A's update (a waiter arriving during
         // the second update would rightly wait for a third).
         wait_until(|| arrived.load(Ordering::Relaxed) == 2);
-        wait_until(|| r.state.load(Ordering::Relaxed) & PARKED != 0);
+        wait_until(|| r.sleepers() == (true, true));
         if !cfg!(miri) {
             thread::sleep(std::time::Duration::from_millis(20));
         }

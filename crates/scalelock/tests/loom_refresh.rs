@@ -1,6 +1,10 @@
 //! Loom models of `RefreshOnce`: every caller gets a value from an update
-//! that started after it arrived, updates never overlap, and nobody sleeps
-//! through the update it waits for.
+//! that started after it arrived, waits for at most one update beyond the
+//! one running at its arrival, updates never overlap, and nobody sleeps
+//! through the update it waits for (loom's blocking futex turns a lost
+//! wake-up into a deadlock). Under loom waiters do not spin: a waiter that
+//! finds an update running sleeps at once (the head on the state word, the
+//! others on their gate); `parked_*` force both kinds of sleep.
 //!
 //! The value is `[started, finished]` counters of updates; each `f` checks
 //! that no other update runs (`started == finished` on entry). A caller
@@ -18,11 +22,19 @@ use loom::thread;
 
 use scalelock::RefreshOnce;
 
-fn caller(r: &RefreshOnce<[u64; 2]>, started: &AtomicU64) -> [u64; 2] {
+/// `[started, finished]`: `started` is bumped at the top of `f`, so a value
+/// `[n, n]` comes from the `n`-th update to start.
+type Val = [u64; 2];
+
+/// A call that checks freshness (the "at most one more" promise is checked
+/// exactly by the `parked_*` models). `hold` runs inside `f`, keeping the
+/// update running until something happened.
+fn caller_with(r: &RefreshOnce<Val>, started: &AtomicU64, hold: impl Fn()) -> Val {
     let before = started.load(Ordering::SeqCst);
     let v = r.refresh(|old| {
         assert_eq!(old[0], old[1], "updates overlap");
         let n = started.fetch_add(1, Ordering::SeqCst) + 1;
+        hold();
         [n, n]
     });
     assert!(
@@ -30,6 +42,17 @@ fn caller(r: &RefreshOnce<[u64; 2]>, started: &AtomicU64) -> [u64; 2] {
         "stale: {v:?}, {before} updates began before arrival"
     );
     v
+}
+
+fn caller(r: &RefreshOnce<Val>, started: &AtomicU64) -> Val {
+    caller_with(r, started, || {})
+}
+
+/// Spins (yielding to loom's scheduler) until `cond`.
+fn until(cond: impl Fn() -> bool) {
+    while !cond() {
+        thread::yield_now();
+    }
 }
 
 #[test]
@@ -67,5 +90,55 @@ fn three_callers() {
             t.join().unwrap();
         }
         assert!(r.generation() >= 1 && r.generation() <= 3);
+    });
+}
+
+/// B arrives while A's update runs and becomes the head of the next one;
+/// A's update does not finish until B sleeps on the state word. A's
+/// completion must wake B, which then runs the next update itself.
+#[test]
+fn parked_head_is_woken() {
+    loom::model(|| {
+        let r = Arc::new(RefreshOnce::new([0u64, 0]));
+        let started = Arc::new(AtomicU64::new(0));
+        let b = {
+            let (r, started) = (r.clone(), started.clone());
+            thread::spawn(move || {
+                until(|| r.is_refreshing());
+                caller(&r, &started)
+            })
+        };
+        let a = caller_with(&r, &started, || until(|| r.sleepers().0));
+        assert_eq!(a, [1, 1]);
+        assert_eq!(b.join().unwrap(), [2, 2], "B needs the update after A's");
+        assert_eq!(r.generation(), 2);
+    });
+}
+
+/// B and C arrive while A's update runs; A's update does not finish until
+/// both sleep (one as the head on the state word, one on its gate). Both
+/// must be served by the single next update.
+#[test]
+fn parked_head_and_gate_share_one_update() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(1);
+    b.check(|| {
+        let r = Arc::new(RefreshOnce::new([0u64, 0]));
+        let started = Arc::new(AtomicU64::new(0));
+        let ts: Vec<_> = (0..2)
+            .map(|_| {
+                let (r, started) = (r.clone(), started.clone());
+                thread::spawn(move || {
+                    until(|| r.is_refreshing());
+                    caller(&r, &started)
+                })
+            })
+            .collect();
+        let a = caller_with(&r, &started, || until(|| r.sleepers() == (true, true)));
+        assert_eq!(a, [1, 1]);
+        for t in ts {
+            assert_eq!(t.join().unwrap(), [2, 2], "one shared next update");
+        }
+        assert_eq!(r.generation(), 2);
     });
 }

@@ -4,7 +4,8 @@
 //! - freshness: the returned value's ticket is at least the counter the
 //!   caller saw before arriving (its update began after the caller did);
 //! - sharing: far fewer updates than calls under contention;
-//! - no torn values (the value's words agree).
+//! - no torn values (the value's words agree);
+//! - the value's generation is past the one seen at arrival.
 #![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -33,6 +34,7 @@ fn run(threads: usize, work: Duration) -> (usize, u64) {
                 let mut last_gen = 0;
                 for _ in 0..CALLS / threads {
                     let arrival = tickets.load(Ordering::SeqCst);
+                    let arrival_gen = u64::from(r.generation());
                     let v = r.refresh(|old| {
                         let t = tickets.fetch_add(1, Ordering::SeqCst);
                         if !work.is_zero() {
@@ -51,6 +53,8 @@ fn run(threads: usize, work: Duration) -> (usize, u64) {
                         v[0]
                     );
                     assert!(v[2] > last_gen || v[2] == last_gen && v[0] >= arrival);
+                    // Comes from an update that completed after we arrived.
+                    assert!(v[2] > arrival_gen, "gen {} <= arrival {arrival_gen}", v[2]);
                     last_gen = v[2];
                 }
             })
