@@ -2,24 +2,23 @@
 //! std's RwLock, crossbeam's ShardedLock and scalelock's QRwLock.
 //!
 //! Three sections:
-//! 1. **Throughput**: read-only and 1% writes at 1, 2 and 16 threads. Every
+//! 1. **Throughput**: read-only and 1/5/50% writes at 1, 2 and 16 threads. Every
 //!    round runs each lock once per case, in alternating order, for
 //!    `RUNTIME_MS`; the table gives the median over rounds of throughput and
 //!    of the ratio to parking_lot *within the same round*. A read sums the 4
 //!    protected words; a write bumps them (1%: every 100th op per thread).
-//!    `percpu` uses the default table (no inhibition: every write that
-//!    follows reads revokes the read bias), `percpu-bravo` a table with
-//!    BRAVO inhibition (N = 9).
+//!    `percpu` uses the default table (BRAVO inhibition, N =
+//!    `DEFAULT_INHIBIT`), `percpu-xen` a table without inhibition (every
+//!    write that follows reads revokes the read bias).
 //! 2. **Write lock+unlock, no readers**, one thread, ns/op, median of rounds;
-//!    `percpu` revoking on every write (membarrier + scan of the slot
-//!    indices handed out), `percpu-bravo` after its first revocation (bias
-//!    off).
+//!    `percpu` after its first revocation (bias off), `percpu-xen` revoking
+//!    on every write (membarrier + scan of the slot indices handed out).
 //! 3. **Primitives** behind the slot choice, ns/op: the per-thread slot
 //!    read (lock+unlock) against what a per-CPU slot costs in user space
 //!    (`sched_getcpu` + `cmpxchg` claim + release store).
 //!
 //! Run: `cargo bench -p scalelock --bench percpu_rwlock` (env `ROUNDS`,
-//! `RUNTIME_MS`, `THREADS=1,2,16`, `WRITES=0,1` (percent) override).
+//! `RUNTIME_MS`, `THREADS=1,2,16`, `WRITES=0,1,5,50` (percent) override).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,7 +31,7 @@ use scalelock::{PerCpuRwLock, PerCpuRwLockExt, ReaderTable};
 
 type Data = [u64; 4];
 
-static BRAVO: ReaderTable = ReaderTable::with_inhibition(9);
+static XEN: ReaderTable = ReaderTable::with_inhibition(0);
 
 trait BenchRw: Send + Sync + 'static {
     fn new() -> Self;
@@ -65,12 +64,12 @@ lock_api_rw!(parking_lot::RwLock<Data>);
 lock_api_rw!(scalelock::QRwLock<Data>);
 lock_api_rw!(PerCpuRwLock<Data>);
 
-/// `PerCpuRwLock` on a table with BRAVO bias inhibition (N = 9).
-struct Bravo(PerCpuRwLock<Data>);
+/// `PerCpuRwLock` on a table without bias inhibition (Xen's policy).
+struct Xen(PerCpuRwLock<Data>);
 
-impl BenchRw for Bravo {
+impl BenchRw for Xen {
     fn new() -> Self {
-        Bravo(PerCpuRwLock::with_table(&BRAVO, [0; 4]))
+        Xen(PerCpuRwLock::with_table(&XEN, [0; 4]))
     }
     #[inline]
     fn read(&self) -> u64 {
@@ -286,12 +285,12 @@ fn main() {
     let rounds: usize = env("ROUNDS", "5").parse().expect("ROUNDS");
     let runtime = Duration::from_millis(env("RUNTIME_MS", "200").parse().expect("RUNTIME_MS"));
     let threads = list("THREADS", "1,2,16");
-    let writes = list("WRITES", "0,1");
+    let writes = list("WRITES", "0,1,5,50");
     // Index 0 is the baseline of the ratio column.
     let locks: Vec<(&str, Runner)> = vec![
         ("pl-rwlock", run::<parking_lot::RwLock<Data>>),
         ("percpu", run::<PerCpuRwLock<Data>>),
-        ("percpu-bravo", run::<Bravo>),
+        ("percpu-xen", run::<Xen>),
         ("sharded", run::<crossbeam_utils::sync::ShardedLock<Data>>),
         ("qrwlock", run::<scalelock::QRwLock<Data>>),
         ("std-rwlock", run::<std::sync::RwLock<Data>>),
@@ -342,16 +341,13 @@ fn main() {
     let writers: Vec<(&str, WriteRunner)> = vec![
         ("pl-rwlock", write_cost::<parking_lot::RwLock<Data>>),
         (
-            "percpu (revokes every write)",
+            "percpu (default: bias off after 1st write)",
             write_cost::<PerCpuRwLock<Data>>,
         ),
+        ("percpu-xen (revokes every write)", write_cost::<Xen>),
         (
-            "percpu, 1 busy thread reading another lock",
-            write_cost_busy::<PerCpuRwLock<Data>>,
-        ),
-        (
-            "percpu-bravo (bias off after 1st write)",
-            write_cost::<Bravo>,
+            "percpu-xen, 1 busy thread reading another lock",
+            write_cost_busy::<Xen>,
         ),
         (
             "sharded",

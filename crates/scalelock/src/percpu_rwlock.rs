@@ -25,14 +25,19 @@
 //!   *heavy* fence (membarrier), then for every slot index handed out so far
 //!   wait while that slot names this lock (spin, then park on the slot).
 //!   Unlock: release the underlying lock.
-//! - **Re-enabling the bias**: by default the writer sets `FAST` again at
-//!   unlock (Xen), so every write that follows reads pays the revocation.
-//!   A table built with `ReaderTable::with_inhibition(n)` gives BRAVO's
-//!   policy instead: after a revocation the fast path stays off for `n`
-//!   times the revocation's duration, and the first slow reader after that,
-//!   holding the underlying read lock, sets `FAST` again, so write-heavy
-//!   phases cost what the underlying lock costs. Not the default because
-//!   measurement said no (see `reader_table::DEFAULT_INHIBIT`).
+//! - **Re-enabling the bias** (BRAVO, the default): after a revocation the
+//!   fast path stays off for `n` times the revocation's measured duration
+//!   (`n` = [`DEFAULT_INHIBIT`], or `ReaderTable::with_inhibition(n)`), so
+//!   revocations take at most about 1/(n+1) of a write-heavy phase, which
+//!   otherwise runs at the underlying lock's speed. The window scales with
+//!   the real cost: ~155 ns when no other thread of ours runs, ~16 µs when
+//!   the membarrier must interrupt another busy CPU. A slow reader, holding
+//!   the underlying read lock, sets `FAST` again once the window is over;
+//!   it looks at the clock only on one slow read in `CLOCK_EVERY` (16) of
+//!   its thread (a counter on its own slot line), since a clock read costs
+//!   twice the underlying read lock. `with_inhibition(0)` gives Xen's
+//!   policy: the writer sets `FAST` again at unlock, so every write that
+//!   follows reads pays a revocation.
 //!
 //! # Why per-thread slots, not per-CPU
 //! In user space a thread can be preempted between "which CPU am I on" and
@@ -60,8 +65,10 @@
 //!   a lock dropped while a forgotten guard still names it in a slot cannot
 //!   make a new lock at that address wait for the ghost. 2^48 ids do not wrap
 //!   in practice.
-//! - `until` (8 bits): end of the inhibition window, in units of 2^14 ns,
-//!   compared with wrapping arithmetic (windows are capped at 1.6 ms).
+//! - `until` (8 bits): end of the inhibition window, in units of 2^11 ns,
+//!   compared with wrapping arithmetic (windows are capped at 205 µs; a
+//!   lock idle for longer than 262 µs may see a stale deadline as future
+//!   and stay inhibited for at most one more window).
 //! - `table`: registry index of the lock's [`ReaderTable`] (0 = default).
 //! - `FAST`: the reader bias. Set only by someone holding the underlying
 //!   lock (a slow reader, or a writer at unlock in Xen mode); cleared only
@@ -115,10 +122,10 @@
 //! builds with `std` detect that recursion and panic.
 //!
 //! # Writer cost
-//! Without a revocation (the bias already off: a BRAVO table in its
-//! inhibition window, or after a failed revocation): the underlying lock's,
-//! one CAS and one RMW (~12 ns). A revoking write (every write that follows
-//! a read, by default) adds a membarrier and one load per slot index ever
+//! Without a revocation (the bias already off: inside an inhibition window,
+//! or after a failed revocation): the underlying lock's, one CAS and one RMW
+//! (~12 ns). A revoking write (the first after a window ends and reads
+//! re-enabled the bias; every write that follows a read in Xen mode) adds a membarrier and one load per slot index ever
 //! handed out (at most 64 per table; grows with the peak thread count, not
 //! the CPU count). The membarrier interrupts every CPU currently running one
 //! of our threads, so it grows with the number of CPUs busy in the process:
@@ -134,6 +141,8 @@ use lock_api::{GuardSend, RawRwLock, RawRwLockDowngrade};
 
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qrwlock::RawQRwLock;
+#[cfg(doc)]
+use crate::reader_table::DEFAULT_INHIBIT;
 use crate::reader_table::{ReaderTable, Slot, table_at};
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::wait::{Backoff, park, park_prepare, unpark_all};
@@ -159,10 +168,15 @@ const DEPTH_MASK: u64 = (1 << 15) - 1;
 /// The slot's owner holds the underlying read lock (a slow read).
 const UNDERLYING: u64 = 1 << 15;
 
-/// `now_ns >> UNIT_SHIFT` is the clock of the inhibition window (16 µs).
-const UNIT_SHIFT: u32 = 14;
-/// Longest inhibition window, in units (keeps wrapping comparison exact).
+/// `now_ns >> UNIT_SHIFT` is the clock of the inhibition window (2.05 µs).
+const UNIT_SHIFT: u32 = 11;
+/// Longest inhibition window, in units (205 µs; keeps the 8-bit wrapping
+/// comparison exact).
 const MAX_WINDOW_UNITS: u64 = 100;
+/// A slow reader looks at the clock (is the inhibition window over?) only
+/// on every `CLOCK_EVERY`-th slow read of its thread: a clock read costs
+/// about twice the underlying read lock itself. Every read under loom.
+const CLOCK_EVERY: u32 = if cfg!(loom) { 1 } else { 16 };
 
 /// Backoff steps a writer spins (the last few yield) before parking on a
 /// reader's slot. None under loom, where spinning is a yield that lets the
@@ -341,35 +355,40 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             }
         }
         debug_recursion::check(self.state.load(Ordering::Relaxed) & ID_MASK);
-        let slot = self.free_slot();
+        let mine = self.my_slot();
         let _ = self.inner.lock_shared();
-        self.enter_underlying(slot)
+        self.enter_underlying(mine)
     }
 
-    /// This thread's slot in the lock's table, if it is free.
+    /// This thread's slot in the lock's table (free or not), if it has one.
     #[inline]
-    fn free_slot(&self) -> Option<&'static Slot> {
+    fn my_slot(&self) -> Option<&'static Slot> {
         let s = self.state.load(Ordering::Relaxed);
-        let slot = table_of(s).slot(P::reader_slot()?)?;
-        (slot.word().load(Ordering::Relaxed) == 0).then_some(slot)
+        table_of(s).slot(P::reader_slot()?)
     }
 
     /// Finishes a slow read, with the underlying read lock held: re-enables
-    /// the bias once the inhibition window passed, records the read in the
-    /// thread's slot if it was free.
-    fn enter_underlying(&self, slot: Option<&'static Slot>) -> PerCpuReadToken {
+    /// the bias once the inhibition window passed (looking at the clock on
+    /// one slow read in `CLOCK_EVERY` of this thread), records the read in
+    /// the thread's slot `mine` if that is free.
+    fn enter_underlying(&self, mine: Option<&'static Slot>) -> PerCpuReadToken {
         if self.state.load(Ordering::Relaxed) & ID_MASK == 0 {
             // A downgraded write of a never-read lock: the slot needs an id.
             self.assign_id();
         }
         let s = self.state.load(Ordering::Relaxed);
-        if s & FAST == 0 && window_expired(s, P::now_ns()) {
+        if s & FAST == 0
+            && mine.is_none_or(|m| m.count_slow_read(CLOCK_EVERY))
+            && window_expired(s, P::now_ns())
+        {
             // We hold the underlying read lock, so no writer is inside.
             // Release pairs with fast readers' Acquire re-load of the state:
             // they happen after our acquisition, hence after the last writer.
             self.state.fetch_or(FAST, Ordering::Release);
         }
-        match slot {
+        // Only this thread writes its slot, so the slot is still as free as
+        // it was before we queued on the underlying lock.
+        match mine.filter(|m| m.word().load(Ordering::Relaxed) == 0) {
             Some(slot) => {
                 // Relaxed: while we hold the underlying read lock no writer
                 // scans; the clear before our unlock is ordered by it.
@@ -567,9 +586,9 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
                 return Some(token);
             }
         }
-        let slot = self.free_slot();
+        let mine = self.my_slot();
         let _ = self.inner.try_lock_shared()?;
-        Some(self.enter_underlying(slot))
+        Some(self.enter_underlying(mine))
     }
 
     #[inline]
@@ -676,10 +695,10 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawPerCpuRwLock<P> {
             // Release pairs with fast readers' Acquire re-load of the state.
             self.state.fetch_or(FAST, Ordering::Release);
         }
-        let slot = self.free_slot();
+        let mine = self.my_slot();
         // SAFETY: the token stands for our underlying write lock.
         let _ = unsafe { self.inner.downgrade(GuardSend::new()) };
-        self.enter_underlying(slot)
+        self.enter_underlying(mine)
     }
 }
 

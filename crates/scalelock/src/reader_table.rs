@@ -47,31 +47,45 @@ pub const SLOTS: usize = if cfg!(loom) { 4 } else { 64 };
 /// Registered tables: index 0 (the default table) plus 127 user tables.
 const MAX_TABLES: usize = 128;
 
-/// The bias inhibition multiplier of [`ReaderTable::new`]: 0, no
-/// inhibition (the writer re-enables the read fast path at unlock).
+/// The bias inhibition multiplier of [`ReaderTable::new`] (BRAVO's N):
+/// after a revocation, readers stay on the underlying lock for 9 times as
+/// long as the revocation took, so revocations cost at most ~10% of a
+/// write-heavy phase.
 ///
-/// Measured on this 2-core VM (`benches/percpu_rwlock.rs`, x parking_lot,
-/// no inhibition / BRAVO N=9): 1% writes 2.9 / 0.47 at 1 thread, 0.5-2.8 /
-/// 1.07 at 2, 13.2 / 2.4 at 16; 10% writes 0.69 / 0.46, 0.23 / 1.0, 2.4 /
-/// 1.8; 50% writes 0.15 / 0.59, 0.02 / 0.88, 0.35 / 1.47. A revocation costs
-/// ~155 ns when no other thread of ours runs but ~16 us when one does (the
-/// membarrier IPI), and BRAVO's slow reads pay a clock read each (~20 ns on
-/// top of the underlying lock). So: no inhibition by default; a table for a
-/// write-heavy lock class (more than ~5% writes) can opt in with
-/// [`ReaderTable::with_inhibition`].
-pub const DEFAULT_INHIBIT: u8 = 0;
+/// Measured on this 2-core VM (`benches/percpu_rwlock.rs`, ROUNDS=5
+/// RUNTIME_MS=150, x parking_lot RwLock; N=9 with slow reads that read the
+/// clock only 1 in 16 / N=0, the Xen policy): 1% writes 1.18 / 2.69 at 1
+/// thread, 0.93 / 0.62 at 2, 1.13 / 2.86 at 16; 5% writes 0.94 / 1.19,
+/// 0.91 / 1.17, 1.04 / 1.11; 50% writes 0.96 / 0.15, 0.93 / 0.15, 1.01 /
+/// 0.16; read-only unchanged (5.4x, 56x, 54x). A revocation costs ~155 ns
+/// when no other thread of ours runs and ~16 µs when one does (the
+/// membarrier IPI), so without inhibition the worst case is 0.15x; with it
+/// no case falls below 0.9x, at the price of the 1%-writes peak when
+/// revocations are cheap. A table for a lock class whose writes are rare
+/// and whose threads do not overlap can opt out with
+/// [`ReaderTable::with_inhibition`]`(0)`.
+pub const DEFAULT_INHIBIT: u8 = 9;
 
 /// One 64-byte line.
 #[repr(align(64))]
 struct Line<T>(T);
 
-/// A reader slot: the slot word on one line, and on the adjacent line the
-/// count of writers parked waiting for this slot to change. The pair is
-/// 128-byte aligned (x86 prefetches lines in pairs), so no other context's
-/// slot shares it; a writer's park/unpark dirties only the second line.
+/// The owner's line of a slot: the slot word and the owner's count of slow
+/// reads (both written only by the owner).
+#[repr(C)]
+struct OwnerLine {
+    word: AtomicU64,
+    slow_reads: AtomicU32,
+}
+
+/// A reader slot: the owner's line (slot word, slow-read count), and on the
+/// adjacent line the count of writers parked waiting for this slot to
+/// change. The pair is 128-byte aligned (x86 prefetches lines in pairs), so
+/// no other context's slot shares it; a writer's park/unpark dirties only
+/// the second line.
 #[repr(C, align(128))]
 pub(crate) struct Slot {
-    word: Line<AtomicU64>,
+    owner: Line<OwnerLine>,
     waiters: Line<AtomicU32>,
 }
 
@@ -79,14 +93,20 @@ impl Slot {
     #[cfg(not(loom))]
     const fn new() -> Self {
         Self {
-            word: Line(AtomicU64::new(0)),
+            owner: Line(OwnerLine {
+                word: AtomicU64::new(0),
+                slow_reads: AtomicU32::new(0),
+            }),
             waiters: Line(AtomicU32::new(0)),
         }
     }
     #[cfg(loom)]
     fn new() -> Self {
         Self {
-            word: Line(AtomicU64::new(0)),
+            owner: Line(OwnerLine {
+                word: AtomicU64::new(0),
+                slow_reads: AtomicU32::new(0),
+            }),
             waiters: Line(AtomicU32::new(0)),
         }
     }
@@ -94,7 +114,20 @@ impl Slot {
     /// The slot word (layout in the module docs).
     #[inline]
     pub(crate) fn word(&self) -> &AtomicU64 {
-        &self.word.0
+        &self.owner.0.word
+    }
+
+    /// Counts one slow read of the owner (any lock of the table) and says
+    /// whether it is the `every`-th: the caller then reads the clock. A
+    /// plain load and store on the owner's own line (only the owner writes
+    /// it), so no read-modify-write.
+    #[inline]
+    pub(crate) fn count_slow_read(&self, every: u32) -> bool {
+        let c = &self.owner.0.slow_reads;
+        // Relaxed: a private counter; only its owner thread touches it.
+        let n = c.load(Ordering::Relaxed).wrapping_add(1);
+        c.store(n, Ordering::Relaxed);
+        n.is_multiple_of(every)
     }
 
     /// Writers parked on this slot's address.
