@@ -7,7 +7,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 /// Every scenario and how many before designs it runs by default.
-const SCENARIOS: &[(&str, usize)] = &[("pmtimer", 2), ("memtype", 2)];
+const SCENARIOS: &[(&str, usize)] = &[("pmtimer", 2), ("memtype", 2), ("vpt", 3)];
 
 fn locktest() -> Command {
     Command::cargo_bin("locktest").expect("locktest binary")

@@ -17,6 +17,7 @@ mod harness;
 mod memtype;
 mod pmtimer;
 mod record;
+mod vpt;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -65,7 +66,7 @@ pub struct Scenario {
 }
 
 /// Every scenario, in the order the seeds were landed.
-pub static SCENARIOS: &[Scenario] = &[pmtimer::SCENARIO, memtype::SCENARIO];
+pub static SCENARIOS: &[Scenario] = &[pmtimer::SCENARIO, memtype::SCENARIO, vpt::SCENARIO];
 
 /// `before_fn!(name, function, Data)`: `function::<Lock<Data>>` for the
 /// registry lock called `name`, as a [`RunFn`] (one monomorphized loop per

@@ -1,0 +1,209 @@
+//! `vpt` (seed 002, Xen's virtual platform timers after XSA-336): a domain
+//! of V vCPUs (one per thread), each with a list of timers under its own
+//! lock (`tm_lock`). Almost every operation is a VM exit on a thread's own
+//! vCPU that updates one of its timers (`pt_update_irq`); one in
+//! [`MIGRATE_EVERY`] moves a random timer to the thread's vCPU
+//! (`pt_adjust_vcpu`).
+//!
+//! - before (XSA-336): a per-domain rwlock (`pt_migrate`, `--lock`) keeps
+//!   `timer.vcpu` stable. Every VM exit takes its read side before the vCPU
+//!   lock, so all vCPUs write the rwlock's shared word; a migration holds
+//!   the write side.
+//! - after (the seed's patch): each timer has a lock that owns `timer.vcpu`
+//!   ([`QSpinLock<usize>`]: no way to read the owner without it). A VM exit
+//!   takes only its vCPU lock. A migration locks the timer, locks its owner
+//!   vCPU, unlinks it, unlocks, sets the new owner, locks the new vCPU,
+//!   links it, unlocks both: the seed's group 3, 9 steps.
+//!
+//! Lock order: domain rwlock (before only), then timer, then vCPU. A thread
+//! holds at most one timer lock and one vCPU lock, and takes nothing while
+//! holding a vCPU lock, so a waiter for a timer lock holds no vCPU lock and
+//! a vCPU holder waits for nothing: no cycle, no deadlock. The vCPU lists
+//! and the per-timer locks are `QSpinLock`s in both designs; before also
+//! takes the (then uncontended) timer lock in its rare migrations.
+//!
+//! Checked: a migration finds the timer in its owner's list; at the end
+//! every timer is in exactly one list, the one its owner names, and the
+//! timers' update counts add up to the VM exits that updated one.
+
+use std::sync::atomic::Ordering;
+
+use crossbeam_utils::CachePadded;
+use scalelock::QSpinLock;
+
+use super::harness::{Rng, timed};
+use super::{Outcome, RunFn, Scenario, Setup, before_fn};
+use crate::locks::Lockable;
+
+/// Timers per vCPU at the start.
+const TIMERS_PER_VCPU: usize = 4;
+/// One operation in this many is a migration.
+const MIGRATE_EVERY: usize = 1000;
+
+pub const SCENARIO: Scenario = Scenario {
+    name: "vpt",
+    about: "seed 002: vCPU timers; per-domain rwlock on every VM exit vs per-timer lock",
+    default_locks: &["pl-rwlock", "qrwlock", "percpu-rwlock"],
+    before: before_for,
+    after_name: "after-per-timer-lock",
+    after,
+};
+
+fn before_for(lock: &str) -> Option<RunFn> {
+    before_fn!(lock, before, ())
+}
+
+/// A timer's fields that its vCPU's lock protects, on a cache line of their
+/// own (Xen embeds each in a different device's state): vCPUs' timers
+/// never share a line.
+#[repr(align(64))]
+struct Timer {
+    id: usize,
+    updates: u64,
+}
+
+/// What keeps `timer.vcpu` stable beyond the per-timer lock.
+trait Outer: Sync {
+    fn read<R>(&self, f: impl FnOnce() -> R) -> R;
+    fn write<R>(&self, f: impl FnOnce() -> R) -> R;
+}
+
+/// Before: the per-domain rwlock.
+struct DomainLock<L>(L);
+
+impl<L: Lockable<()>> Outer for DomainLock<L> {
+    fn read<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.0.with_read(|_| f())
+    }
+    fn write<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.0.with_write(|_| f())
+    }
+}
+
+/// After: nothing beyond the per-timer lock.
+struct PerTimer;
+
+impl Outer for PerTimer {
+    fn read<R>(&self, f: impl FnOnce() -> R) -> R {
+        f()
+    }
+    fn write<R>(&self, f: impl FnOnce() -> R) -> R {
+        f()
+    }
+}
+
+fn before<L: Lockable<()>>(setup: &Setup) -> Result<Outcome, String> {
+    drive(setup, &DomainLock(L::new(())))
+}
+
+fn after(setup: &Setup) -> Result<Outcome, String> {
+    drive(setup, &PerTimer)
+}
+
+/// The domain: vCPU timer lists and each timer's owner.
+struct Domain {
+    vcpus: Vec<CachePadded<QSpinLock<Vec<Timer>>>>,
+    owner: Vec<CachePadded<QSpinLock<usize>>>,
+}
+
+impl Domain {
+    /// `v` vCPUs, each with its `TIMERS_PER_VCPU` timers.
+    fn new(v: usize) -> Self {
+        let vcpus = (0..v).map(|c| {
+            let ids = c * TIMERS_PER_VCPU..(c + 1) * TIMERS_PER_VCPU;
+            CachePadded::new(QSpinLock::new(
+                ids.map(|id| Timer { id, updates: 0 }).collect(),
+            ))
+        });
+        let owner = (0..v * TIMERS_PER_VCPU).map(|id| id / TIMERS_PER_VCPU);
+        Domain {
+            vcpus: vcpus.collect(),
+            owner: owner.map(|c| CachePadded::new(QSpinLock::new(c))).collect(),
+        }
+    }
+
+    /// The VM exit on vCPU `v`: update its earliest (least updated) timer.
+    fn vm_exit(&self, v: usize) -> bool {
+        let mut list = self.vcpus[v].lock();
+        let t = list.iter_mut().min_by_key(|t| t.updates);
+        t.map(|t| t.updates += 1).is_some()
+    }
+
+    /// Moves timer `t` to vCPU `to`: whether it moved, or `None` if it was
+    /// not where its owner said.
+    fn migrate(&self, t: usize, to: usize) -> Option<bool> {
+        let mut owner = self.owner[t].lock();
+        if *owner == to {
+            return Some(false);
+        }
+        let timer = {
+            let mut list = self.vcpus[*owner].lock();
+            let at = list.iter().position(|x| x.id == t)?;
+            list.swap_remove(at)
+        };
+        *owner = to;
+        self.vcpus[to].lock().push(timer);
+        Some(true)
+    }
+}
+
+fn drive(setup: &Setup, outer: &impl Outer) -> Result<Outcome, String> {
+    let (v, n) = (setup.threads, setup.threads * TIMERS_PER_VCPU);
+    let dom = Domain::new(v);
+    let (sample, found) = timed(&setup.what, v, setup.runtime, |i, stop| {
+        let mut rng = Rng::new(i);
+        let (mut ops, mut updates, mut moves, mut lost) = (0u64, 0u64, 0u64, 0u64);
+        // Relaxed: "stop soon"; the results travel through the join.
+        while !stop.load(Ordering::Relaxed) {
+            if rng.below(MIGRATE_EVERY) == 0 {
+                let t = rng.below(n);
+                match outer.write(|| dom.migrate(t, i)) {
+                    Some(moved) => moves += u64::from(moved),
+                    None => lost += 1,
+                }
+            } else {
+                updates += u64::from(outer.read(|| dom.vm_exit(i)));
+            }
+            ops += 1;
+        }
+        (ops, (updates, moves, lost))
+    })?;
+    // Every timer in exactly one list, the one its owner names.
+    let mut seen = vec![0u32; n];
+    let mut bad = found.iter().map(|f| f.2).sum::<u64>();
+    let mut counted = 0;
+    for (c, list) in dom.vcpus.iter().enumerate() {
+        for t in list.lock().iter() {
+            seen[t.id] += 1;
+            bad += u64::from(*dom.owner[t.id].lock() != c);
+            counted += t.updates;
+        }
+    }
+    bad += seen.iter().filter(|&&s| s != 1).count() as u64;
+    bad += counted.abs_diff(found.iter().map(|f| f.0).sum());
+    Ok(Outcome {
+        metrics: vec![
+            ("migrations", found.iter().map(|f| f.1).sum::<u64>() as f64),
+            ("timers", n as f64),
+        ],
+        violations: bad,
+        sample,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migration_moves_and_checks_the_owner() {
+        let dom = Domain::new(2);
+        assert_eq!(dom.migrate(0, 0), Some(false));
+        assert_eq!(dom.migrate(0, 1), Some(true));
+        assert_eq!(*dom.owner[0].lock(), 1);
+        assert_eq!(dom.vcpus[1].lock().len(), TIMERS_PER_VCPU + 1);
+        // An owner that names the wrong vCPU is caught, not followed.
+        *dom.owner[1].lock() = 1;
+        assert_eq!(dom.migrate(1, 0), None);
+    }
+}
