@@ -166,6 +166,24 @@ fn bravo_inhibits_then_slow_reader_restores() {
 }
 
 #[test]
+fn default_table_inhibits_after_a_revocation() {
+    let raw = Raw::new();
+    let t = raw.lock_shared();
+    assert!(fast(&t));
+    // SAFETY: from `lock_shared` above.
+    unsafe { raw.unlock_shared(t) };
+    let w = raw.lock_exclusive();
+    assert!(!w.restore_fast, "default table: BRAVO, not Xen");
+    // SAFETY: from `lock_exclusive` above.
+    unsafe { raw.unlock_exclusive(w) };
+    // A second write finds the bias off: no revocation.
+    let w = raw.lock_exclusive();
+    assert!(!w.restore_fast);
+    // SAFETY: as above.
+    unsafe { raw.unlock_exclusive(w) };
+}
+
+#[test]
 fn recursive_reads_any_order() {
     let raw = Raw::new();
     let a = raw.lock_shared();
