@@ -35,6 +35,23 @@ impl Rng {
     }
 }
 
+/// This thread's CPU time, seconds.
+fn thread_cpu() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// What the threads did: operations and time, their findings, and the CPU
+/// time they got.
+pub struct Timed<R> {
+    /// Per-thread operation counts and the measured run time.
+    pub sample: Sample,
+    /// Each thread's findings, in thread order.
+    pub found: Vec<R>,
+    /// CPU seconds all threads used inside `work`.
+    pub cpu: f64,
+}
+
 /// Runs `work(thread, stop)` on `threads` threads for `runtime`. `work`
 /// loops until `stop` is set and returns its operation count and its own
 /// findings `R`. A thread that is not out 30 s (or 20 runtimes) after the
@@ -44,7 +61,7 @@ pub fn timed<R, F>(
     threads: usize,
     runtime: Duration,
     work: F,
-) -> Result<(Sample, Vec<R>), String>
+) -> Result<Timed<R>, String>
 where
     R: Send,
     F: Fn(usize, &AtomicBool) -> (u64, R) + Sync,
@@ -67,9 +84,11 @@ where
                     // and the join publishes the results.
                     ready.fetch_add(1, Ordering::Relaxed);
                     drop(gate.read().unwrap_or_else(PoisonError::into_inner));
-                    let out = work(i, stop);
+                    let cpu = thread_cpu();
+                    let (ops, found) = work(i, stop);
+                    let cpu = thread_cpu() - cpu;
                     finished.fetch_add(1, Ordering::Relaxed);
-                    out
+                    (ops, found, cpu)
                 });
             match spawned {
                 Ok(h) => handles.push(h),
@@ -104,13 +123,19 @@ where
         }
         let mut counts = Vec::with_capacity(threads);
         let mut found = Vec::with_capacity(threads);
+        let mut cpu = 0.0;
         for h in handles {
-            let (ops, r) = h
+            let (ops, r, c) = h
                 .join()
                 .map_err(|_| format!("{what}: a worker thread panicked"))?;
             counts.push(ops);
             found.push(r);
+            cpu += c;
         }
-        Ok((Sample { counts, elapsed }, found))
+        Ok(Timed {
+            sample: Sample { counts, elapsed },
+            found,
+            cpu,
+        })
     })
 }

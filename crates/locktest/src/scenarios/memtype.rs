@@ -110,7 +110,7 @@ fn after(setup: &Setup) -> Result<Outcome, String> {
 
 fn drive(setup: &Setup, design: &impl Design) -> Result<Outcome, String> {
     let pages: Vec<Page> = (0..PAGES).map(|_| Page(AtomicU64::new(0))).collect();
-    let (sample, found) = timed(&setup.what, setup.threads, setup.runtime, |i, stop| {
+    let run = timed(&setup.what, setup.threads, setup.runtime, |i, stop| {
         let mut rng = Rng::new(i);
         let bit = 1u64 << (OTHER + i % 62);
         let (mut dirtied, mut typed) = (vec![0u64; PAGES / 64], vec![0u64; PAGES / 64]);
@@ -135,22 +135,26 @@ fn drive(setup: &Setup, design: &impl Design) -> Result<Outcome, String> {
         (ops, (dirtied, torn, retries))
     })?;
     let mut lost = 0u64;
-    for (i, (dirtied, _, _)) in found.iter().enumerate() {
+    for (i, (dirtied, _, _)) in run.found.iter().enumerate() {
         let bit = 1u64 << (OTHER + i % 62);
         for (p, page) in pages.iter().enumerate() {
             let mine = dirtied[p / 64] & (1 << (p % 64)) != 0;
             lost += u64::from(mine && page.0.load(Ordering::Relaxed) & bit == 0);
         }
     }
-    let torn: u64 = found.iter().map(|f| f.1).sum();
+    let torn: u64 = run.found.iter().map(|f| f.1).sum();
     Ok(Outcome {
         metrics: vec![
             ("lost-bits", lost as f64),
             ("torn-reads", torn as f64),
-            ("cas-retries", found.iter().map(|f| f.2).sum::<u64>() as f64),
+            (
+                "cas-retries",
+                run.found.iter().map(|f| f.2).sum::<u64>() as f64,
+            ),
         ],
         violations: lost + torn,
-        sample,
+        cpu: run.cpu,
+        sample: run.sample,
     })
 }
 

@@ -47,6 +47,8 @@ pub struct Outcome {
     pub metrics: Vec<(&'static str, f64)>,
     /// Broken invariants; must be 0.
     pub violations: u64,
+    /// CPU seconds the worker threads got.
+    pub cpu: f64,
 }
 
 /// A scenario: its before design per lock, its after design.

@@ -94,7 +94,7 @@ fn drive(
     base: Instant,
     read: impl Fn(&mut u64) -> Pmt + Sync,
 ) -> Result<Outcome, String> {
-    let (sample, found) = harness::timed(&setup.what, setup.threads, setup.runtime, |_, stop| {
+    let run = harness::timed(&setup.what, setup.threads, setup.runtime, |_, stop| {
         let (mut calls, mut recomputes, mut bad, mut last) = (0u64, 0u64, 0u64, 0u64);
         // Relaxed: "stop soon"; the counts travel through the join.
         while !stop.load(Ordering::Relaxed) {
@@ -106,11 +106,12 @@ fn drive(
         }
         (calls, (recomputes, bad))
     })?;
-    let calls: u64 = sample.counts.iter().sum();
-    let recomputes: u64 = found.iter().map(|f| f.0).sum();
+    let calls: u64 = run.sample.counts.iter().sum();
+    let recomputes: u64 = run.found.iter().map(|f| f.0).sum();
     Ok(Outcome {
         metrics: vec![("recomputes/call", recomputes as f64 / calls.max(1) as f64)],
-        violations: found.iter().map(|f| f.1).sum(),
-        sample,
+        violations: run.found.iter().map(|f| f.1).sum(),
+        cpu: run.cpu,
+        sample: run.sample,
     })
 }

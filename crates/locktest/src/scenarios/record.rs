@@ -42,6 +42,13 @@ pub struct ScenarioRun {
     pub total_rate: u64,
     /// `total_rate` per thread, op/s.
     pub percpu_rate: u64,
+    /// CPU seconds the worker threads got.
+    pub cpu: f64,
+    /// `cpu` over what the threads could have used (`elapsed` × the lesser
+    /// of threads and cores). Below 1: other load took the CPUs (on a
+    /// shared machine the rates then say little) or the threads slept
+    /// waiting (parked on a lock).
+    pub cpu_share: f64,
     /// Scenario-specific numbers.
     pub metrics: BTreeMap<&'static str, f64>,
     /// Broken invariants; must be 0.
@@ -78,15 +85,17 @@ impl ScenarioRun {
             total_rate: total.round() as u64,
             percpu_rate: (total / threads as f64).round() as u64,
             counts,
+            cpu: out.cpu,
+            cpu_share: out.cpu / (elapsed * threads.min(crate::cores()) as f64),
             metrics: out.metrics.into_iter().collect(),
             violations: out.violations,
         }
     }
 
-    /// The seed's three lines plus one line of metrics and violations.
+    /// The seed's three lines plus one line: CPU share, metrics, violations.
     pub fn seed_lines(&self) -> String {
         let name = format!("{}/{}", self.scenario, self.variant);
-        let mut metrics = String::new();
+        let mut metrics = format!("cpu-share = {:.2}, ", self.cpu_share);
         for (k, v) in &self.metrics {
             let _ = write!(metrics, "{k} = {}, ", number(*v));
         }

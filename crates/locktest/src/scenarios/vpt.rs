@@ -150,7 +150,7 @@ impl Domain {
 fn drive(setup: &Setup, outer: &impl Outer) -> Result<Outcome, String> {
     let (v, n) = (setup.threads, setup.threads * TIMERS_PER_VCPU);
     let dom = Domain::new(v);
-    let (sample, found) = timed(&setup.what, v, setup.runtime, |i, stop| {
+    let run = timed(&setup.what, v, setup.runtime, |i, stop| {
         let mut rng = Rng::new(i);
         let (mut ops, mut updates, mut moves, mut lost) = (0u64, 0u64, 0u64, 0u64);
         // Relaxed: "stop soon"; the results travel through the join.
@@ -170,7 +170,7 @@ fn drive(setup: &Setup, outer: &impl Outer) -> Result<Outcome, String> {
     })?;
     // Every timer in exactly one list, the one its owner names.
     let mut seen = vec![0u32; n];
-    let mut bad = found.iter().map(|f| f.2).sum::<u64>();
+    let mut bad = run.found.iter().map(|f| f.2).sum::<u64>();
     let mut counted = 0;
     for (c, list) in dom.vcpus.iter().enumerate() {
         for t in list.lock().iter() {
@@ -180,14 +180,18 @@ fn drive(setup: &Setup, outer: &impl Outer) -> Result<Outcome, String> {
         }
     }
     bad += seen.iter().filter(|&&s| s != 1).count() as u64;
-    bad += counted.abs_diff(found.iter().map(|f| f.0).sum());
+    bad += counted.abs_diff(run.found.iter().map(|f| f.0).sum());
     Ok(Outcome {
         metrics: vec![
-            ("migrations", found.iter().map(|f| f.1).sum::<u64>() as f64),
+            (
+                "migrations",
+                run.found.iter().map(|f| f.1).sum::<u64>() as f64,
+            ),
             ("timers", n as f64),
         ],
         violations: bad,
-        sample,
+        cpu: run.cpu,
+        sample: run.sample,
     })
 }
 
