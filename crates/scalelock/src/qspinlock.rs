@@ -334,7 +334,7 @@ impl<P: Platform> RawQSpinLock<P> {
     /// Sleeps on the parking bucket until `locked` was seen 0 (or a spurious
     /// wake-up). Clears `drop_bits` from `flags` when setting `PARKED`.
     #[cold]
-    fn sleep_until_unlocked(&self, drop_bits: u8) {
+    pub(crate) fn sleep_until_unlocked(&self, drop_bits: u8) {
         let ticket = wait::park_prepare(self.addr());
         let _ = self
             .flags

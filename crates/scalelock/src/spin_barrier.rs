@@ -14,9 +14,11 @@
 //! never longer), which [`crate::RefreshOnce`] gives with its own generation
 //! word rather than with this barrier.
 //!
-//! Waiting is [`Backoff`]: spin on loads, then yield the CPU each step so a
-//! preempted holder can finish. (Sleeping would need the lock's parking
-//! protocol, which is private to `qspinlock`.)
+//! Waiting is [`Backoff`]: spin on loads, yielding the CPU once the budget
+//! is spent so a preempted holder can finish; a holder that keeps the lock
+//! longer than that (it sleeps in its critical section, say) is waited for
+//! asleep, with the lock's own word-waiter protocol (`PARKED`, woken by the
+//! release; see `qspinlock`).
 
 use lock_api::RawMutex;
 
@@ -24,6 +26,9 @@ use crate::platform::Platform;
 use crate::qspinlock::RawQSpinLock;
 use crate::sync::atomic::{Ordering, fence};
 use crate::wait::Backoff;
+
+/// Backoff steps before sleeping (the last few of them yield).
+const SPIN_STEPS: u32 = if cfg!(loom) { 2 } else { 16 };
 
 impl<P: Platform> RawQSpinLock<P> {
     /// Waits until the current holder, if any, has released the lock
@@ -45,7 +50,11 @@ impl<P: Platform> RawQSpinLock<P> {
     fn wait_unlocked_slow(&self) {
         let mut backoff = Backoff::new();
         while self.is_locked() {
-            backoff.snooze::<P>();
+            if backoff.steps() > SPIN_STEPS {
+                self.sleep_until_unlocked(0);
+            } else {
+                backoff.snooze::<P>();
+            }
         }
     }
 }
@@ -63,6 +72,30 @@ mod tests {
         let lock = QSpinLock::new(());
         // SAFETY: only `wait_unlocked` is used on the raw lock.
         unsafe { lock.raw() }.wait_unlocked();
+    }
+
+    /// A holder that sleeps in its critical section: the barrier sleeps too
+    /// and is woken by the release.
+    #[test]
+    fn sleeps_through_a_long_hold() {
+        if cfg!(miri) {
+            return;
+        }
+        let lock = Arc::new(QSpinLock::new(()));
+        let released = Arc::new(AtomicBool::new(false));
+        let g = lock.lock();
+        let waiter = {
+            let (lock, released) = (lock.clone(), released.clone());
+            thread::spawn(move || {
+                // SAFETY: only `wait_unlocked` is used on the raw lock.
+                unsafe { lock.raw() }.wait_unlocked();
+                assert!(released.load(Ordering::Relaxed), "returned early");
+            })
+        };
+        thread::sleep(Duration::from_millis(30));
+        released.store(true, Ordering::Relaxed);
+        drop(g);
+        waiter.join().unwrap();
     }
 
     /// The barrier returns only after the holder released, and sees what the
