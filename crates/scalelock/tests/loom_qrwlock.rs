@@ -1,8 +1,8 @@
 //! Loom models of the queued rwlock: reader/writer exclusion on the fast
 //! paths, the reader slow path queueing on `wait_lock` behind a writer, the
 //! writer slow path (W_WAITING, drain, W_LOCKED), downgrade, upgrade, and
-//! sleeping on the count word (under loom a sleep is a yield, so every
-//! interleaving around PARKED is explored).
+//! sleeping on the count word (the loom platform's `wait` really blocks, so
+//! a lost wake-up around PARKED shows up as a loom deadlock).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p scalelock
 //! --release --test loom_qrwlock`
