@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 use scalelock::{PerCpuRwLock, PerCpuRwLockExt, ReaderTable};
 
+mod common;
+use common::{alternating, env_u64, list, median};
+
 type Data = [u64; 4];
 
 static XEN: ReaderTable = ReaderTable::with_inhibition(0);
@@ -198,19 +201,6 @@ fn write_cost_busy<L: BenchRw>(runtime: Duration) -> f64 {
 type Runner = fn(usize, u64, Duration) -> f64;
 type WriteRunner = fn(Duration) -> f64;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
-fn list(key: &str, default: &str) -> Vec<u64> {
-    std::env::var(key)
-        .unwrap_or_else(|_| default.to_string())
-        .split(',')
-        .map(|s| s.trim().parse().expect("comma-separated numbers"))
-        .collect()
-}
-
 /// ns/op of `f`, best of 5 short runs.
 fn ns_per_op(mut f: impl FnMut()) -> f64 {
     let mut best = f64::MAX;
@@ -281,9 +271,8 @@ fn primitives() {
 }
 
 fn main() {
-    let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
-    let rounds: usize = env("ROUNDS", "5").parse().expect("ROUNDS");
-    let runtime = Duration::from_millis(env("RUNTIME_MS", "200").parse().expect("RUNTIME_MS"));
+    let rounds = env_u64("ROUNDS", 5) as usize;
+    let runtime = Duration::from_millis(env_u64("RUNTIME_MS", 200));
     let threads = list("THREADS", "1,2,16");
     let writes = list("WRITES", "0,1,5,50");
     // Index 0 is the baseline of the ratio column.
@@ -305,31 +294,20 @@ fn main() {
     for &t in &threads {
         for &w in &writes {
             let write_every = 100u64.checked_div(w).unwrap_or(0);
-            let mut mops = vec![vec![]; locks.len()];
-            let mut vs_pl = vec![vec![]; locks.len()];
-            let mut vs_sh = vec![vec![]; locks.len()];
-            for round in 0..rounds {
-                let order: Vec<usize> = if round % 2 == 0 {
-                    (0..locks.len()).collect()
-                } else {
-                    (0..locks.len()).rev().collect()
-                };
-                let mut got = vec![0.0; locks.len()];
-                for &i in &order {
-                    got[i] = (locks[i].1)(t as usize, write_every, runtime);
-                }
-                for i in 0..locks.len() {
-                    mops[i].push(got[i]);
-                    vs_pl[i].push(got[i] / got[0]);
-                    vs_sh[i].push(got[i] / got[3]);
-                }
-            }
+            let samples = alternating(rounds, locks.len(), |i| {
+                (locks[i].1)(t as usize, write_every, runtime)
+            });
+            let ratio_to = |i: usize, base: usize| -> Vec<f64> {
+                (0..rounds)
+                    .map(|k| samples[i][k] / samples[base][k])
+                    .collect()
+            };
             for (i, (name, _)) in locks.iter().enumerate() {
                 println!(
                     "| {t} | {w}% | {name} | {:.1} | {:.2} | {:.2} |",
-                    median(mops[i].clone()),
-                    median(vs_pl[i].clone()),
-                    median(vs_sh[i].clone())
+                    median(&samples[i]),
+                    median(&ratio_to(i, 0)),
+                    median(&ratio_to(i, 3))
                 );
             }
         }
@@ -359,7 +337,7 @@ fn main() {
     let short = runtime / 2;
     for (name, f) in writers {
         let v: Vec<f64> = (0..rounds).map(|_| f(short)).collect();
-        println!("| {name} | {:.1} |", median(v));
+        println!("| {name} | {:.1} |", median(&v));
     }
     primitives();
 }

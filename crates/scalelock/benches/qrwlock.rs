@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
+mod common;
+use common::{alternating, env_u64, list, median};
+
 type Data = [u64; 4];
 
 trait BenchRw: Send + Sync + 'static {
@@ -112,30 +115,11 @@ fn sample<L: BenchRw>(threads: usize, read_pct: u64, runtime: Duration) -> Sampl
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 type Runner = fn(usize, u64, Duration) -> Sample;
 
-fn list(var: &str, default: &str) -> Vec<u64> {
-    std::env::var(var)
-        .unwrap_or_else(|_| default.to_string())
-        .split(',')
-        .map(|t| t.trim().parse().expect(var))
-        .collect()
-}
-
 fn main() {
-    let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
-    let rounds: usize = env("ROUNDS", "5").parse().expect("ROUNDS");
-    let runtime = Duration::from_millis(env("RUNTIME_MS", "300").parse().expect("RUNTIME_MS"));
+    let rounds = env_u64("ROUNDS", 5) as usize;
+    let runtime = Duration::from_millis(env_u64("RUNTIME_MS", 300));
     let threads = list("THREADS", "2,16");
     let reads = list("READS", "50,95,100");
     // Index 0 is the baseline of the ratio column.
@@ -152,33 +136,18 @@ fn main() {
     println!("| --- | --- | --- | --- | --- | --- |");
     for &t in &threads {
         for &r in &reads {
-            let mut res: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> =
-                vec![(vec![], vec![], vec![]); locks.len()];
-            for round in 0..rounds {
-                let order: Vec<usize> = if round % 2 == 0 {
-                    (0..locks.len()).collect()
-                } else {
-                    (0..locks.len()).rev().collect()
-                };
-                let mut by_lock: Vec<Option<Sample>> = (0..locks.len()).map(|_| None).collect();
-                for &i in &order {
-                    by_lock[i] = Some((locks[i].1)(t as usize, r, runtime));
-                }
-                let base = by_lock[0].as_ref().unwrap().mops;
-                for (i, s) in by_lock.into_iter().enumerate() {
-                    let s = s.unwrap();
-                    res[i].0.push(s.mops);
-                    res[i].1.push(s.mops / base);
-                    res[i].2.push(s.fairness);
-                }
-            }
+            let samples = alternating(rounds, locks.len(), |i| {
+                (locks[i].1)(t as usize, r, runtime)
+            });
             for (i, (name, _)) in locks.iter().enumerate() {
-                let (m, q, f) = res[i].clone();
+                let mops: Vec<f64> = samples[i].iter().map(|s| s.mops).collect();
+                let ratio: Vec<f64> = (0..rounds).map(|k| mops[k] / samples[0][k].mops).collect();
+                let fair: Vec<f64> = samples[i].iter().map(|s| s.fairness).collect();
                 println!(
                     "| {t} | {r} | {name} | {:.2} | {:.2} | {:.2} |",
-                    median(m),
-                    median(q),
-                    median(f)
+                    median(&mops),
+                    median(&ratio),
+                    median(&fair)
                 );
             }
         }

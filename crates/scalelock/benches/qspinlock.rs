@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
+mod common;
+use common::{alternating, env_u64, list, median};
+
 trait BenchMutex: Send + Sync + 'static {
     fn new() -> Self;
     fn with(&self, f: impl FnOnce(&mut u64));
@@ -98,26 +101,12 @@ fn sample<M: BenchMutex>(threads: usize, runtime: Duration) -> Sample {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 type Runner = fn(usize, Duration) -> Sample;
 
 fn main() {
-    let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
-    let rounds: usize = env("ROUNDS", "5").parse().expect("ROUNDS");
-    let runtime = Duration::from_millis(env("RUNTIME_MS", "500").parse().expect("RUNTIME_MS"));
-    let threads: Vec<usize> = env("THREADS", "1,2,16")
-        .split(',')
-        .map(|t| t.trim().parse().expect("THREADS"))
-        .collect();
+    let rounds = env_u64("ROUNDS", 5) as usize;
+    let runtime = Duration::from_millis(env_u64("RUNTIME_MS", 500));
+    let threads = list("THREADS", "1,2,16");
     let locks: Vec<(&str, Runner)> = vec![
         ("pl-mutex", sample::<parking_lot::Mutex<u64>>),
         ("qspinlock", sample::<scalelock::QSpinLock<u64>>),
@@ -126,12 +115,13 @@ fn main() {
         ("spin-mutex", sample::<spin::Mutex<u64>>),
         ("spin-ticket", sample::<spin::mutex::TicketMutex<u64>>),
     ];
+    // LOCKS=a,b runs only those (pl-mutex, the baseline, always runs).
     let only: Option<Vec<String>> = std::env::var("LOCKS")
         .ok()
         .map(|s| s.split(',').map(str::to_string).collect());
     let locks: Vec<_> = locks
         .into_iter()
-        .filter(|(n, _)| n == &"pl-mutex" || only.as_ref().is_none_or(|o| o.iter().any(|x| x == n)))
+        .filter(|(n, _)| *n == "pl-mutex" || only.as_ref().is_none_or(|o| o.iter().any(|x| x == n)))
         .collect();
     println!(
         "# {rounds} rounds x {} ms, load = 1, median over rounds; ratio = lock / pl-mutex in the same round",
@@ -140,36 +130,16 @@ fn main() {
     println!("| threads | lock | Mops/s | x pl-mutex | min/max |");
     println!("| --- | --- | --- | --- | --- |");
     for &t in &threads {
-        // per lock: (mops per round, ratio per round, fairness per round)
-        let mut results: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> =
-            vec![(vec![], vec![], vec![]); locks.len()];
-        for round in 0..rounds {
-            let mut this_round: Vec<Sample> = Vec::new();
-            // Alternate the order every round so no lock always runs first.
-            let order: Vec<usize> = if round % 2 == 0 {
-                (0..locks.len()).collect()
-            } else {
-                (0..locks.len()).rev().collect()
-            };
-            let mut by_lock: Vec<Option<Sample>> = (0..locks.len()).map(|_| None).collect();
-            for &i in &order {
-                by_lock[i] = Some((locks[i].1)(t, runtime));
-            }
-            this_round.extend(by_lock.into_iter().map(Option::unwrap));
-            let base = this_round[0].mops;
-            for (i, s) in this_round.iter().enumerate() {
-                results[i].0.push(s.mops);
-                results[i].1.push(s.mops / base);
-                results[i].2.push(s.fairness);
-            }
-        }
+        let samples = alternating(rounds, locks.len(), |i| (locks[i].1)(t as usize, runtime));
         for (i, (name, _)) in locks.iter().enumerate() {
-            let (m, r, f) = results[i].clone();
+            let mops: Vec<f64> = samples[i].iter().map(|s| s.mops).collect();
+            let ratio: Vec<f64> = (0..rounds).map(|r| mops[r] / samples[0][r].mops).collect();
+            let fair: Vec<f64> = samples[i].iter().map(|s| s.fairness).collect();
             println!(
                 "| {t} | {name} | {:.2} | {:.2} | {:.2} |",
-                median(m),
-                median(r),
-                median(f)
+                median(&mops),
+                median(&ratio),
+                median(&fair)
             );
         }
     }

@@ -22,6 +22,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
+mod common;
+use common::{alternating, env_u64, list, median};
+
 /// Iterations of the `work` loop per µs, calibrated once. (Not a clock loop:
 /// on this VM clock reads serialise across CPUs, so two threads "working"
 /// by polling `Instant::now` would slow each other down.)
@@ -142,31 +145,12 @@ fn sample<R: Refresher>(threads: usize, ns: u64, think_ns: u64, runtime: Duratio
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 type Runner = fn(usize, u64, u64, Duration) -> Sample;
 
-fn list(var: &str, default: &str) -> Vec<u64> {
-    std::env::var(var)
-        .unwrap_or_else(|_| default.to_string())
-        .split(',')
-        .map(|t| t.trim().parse().expect(var))
-        .collect()
-}
-
 fn main() {
-    let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
-    let rounds: usize = env("ROUNDS", "5").parse().expect("ROUNDS");
+    let rounds = env_u64("ROUNDS", 5) as usize;
     calibrate();
-    let runtime = Duration::from_millis(env("RUNTIME_MS", "300").parse().expect("RUNTIME_MS"));
+    let runtime = Duration::from_millis(env_u64("RUNTIME_MS", 300));
     let threads = list("THREADS", "2,16");
     let works = list("WORK_NS", "100,5000");
     let thinks = list("THINK_NS", "0,2000");
@@ -187,33 +171,20 @@ fn main() {
             .iter()
             .flat_map(|w| thinks.iter().map(move |th| (w, th)))
         {
-            let mut res: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> =
-                vec![(vec![], vec![], vec![]); kinds.len()];
-            for round in 0..rounds {
-                let order: Vec<usize> = if round % 2 == 0 {
-                    (0..kinds.len()).collect()
-                } else {
-                    (0..kinds.len()).rev().collect()
-                };
-                let mut by: Vec<Option<Sample>> = (0..kinds.len()).map(|_| None).collect();
-                for &i in &order {
-                    by[i] = Some((kinds[i].1)(t as usize, w, th, runtime));
-                }
-                let base = by[0].as_ref().unwrap().mcalls;
-                for (i, s) in by.into_iter().enumerate() {
-                    let s = s.unwrap();
-                    res[i].0.push(s.mcalls);
-                    res[i].1.push(s.mcalls / base);
-                    res[i].2.push(s.calls_per_update);
-                }
-            }
+            let samples = alternating(rounds, kinds.len(), |i| {
+                (kinds[i].1)(t as usize, w, th, runtime)
+            });
             for (i, (name, _)) in kinds.iter().enumerate() {
-                let (m, q, u) = res[i].clone();
+                let calls: Vec<f64> = samples[i].iter().map(|s| s.mcalls).collect();
+                let ratio: Vec<f64> = (0..rounds)
+                    .map(|k| calls[k] / samples[0][k].mcalls)
+                    .collect();
+                let shared: Vec<f64> = samples[i].iter().map(|s| s.calls_per_update).collect();
                 println!(
                     "| {t} | {w} | {th} | {name} | {:.3} | {:.2} | {:.2} |",
-                    median(m),
-                    median(q),
-                    median(u)
+                    median(&calls),
+                    median(&ratio),
+                    median(&shared)
                 );
             }
         }
