@@ -8,21 +8,23 @@
 //! # The count word
 //!
 //! ```text
-//!  bit 31 ........................ 3    2        1          0
-//! +----------------------------------+--------+----------+----------+
-//! | reader count (ONE_READER = 1<<3) | PARKED | W_WAITING | W_LOCKED |
-//! +----------------------------------+--------+----------+----------+
+//!  bit 31 ...................... 5      4        3       2         1          0
+//! +--------------------------------+---------+-------+--------+-----------+----------+
+//! | reader count (ONE_READER=1<<5) | HANDOFF | QUIET | PARKED | W_WAITING | W_LOCKED |
+//! +--------------------------------+---------+-------+--------+-----------+----------+
 //! ```
 //!
 //! | bits | meaning | set by | cleared by |
 //! | --- | --- | --- | --- |
-//! | `W_LOCKED` | a writer holds the lock | a writer's `cmpxchg` (fast path: `0 -> W_LOCKED`; slow path: `W_WAITING -> W_LOCKED`) | the writer's `fetch_sub` (unlock) or `downgrade` |
+//! | `W_LOCKED` | a writer holds the lock | a writer's `cmpxchg` (fast path: `0` or `QUIET -> W_LOCKED`; slow path: `W_WAITING -> W_LOCKED`, or a free word `-> W_LOCKED` by the `wait_lock` holder) | the writer's `fetch_sub` (unlock) or `downgrade` |
 //! | `W_WAITING` | the `wait_lock` holder is a writer waiting for the lock to drain: new readers must queue | the writer holding `wait_lock` | the same writer, by the `cmpxchg` that takes `W_LOCKED` |
 //! | `PARKED` | the `wait_lock` holder sleeps in `Platform::wait` on this word | the `wait_lock` holder only | the same thread only |
+//! | `QUIET` | the `wait_lock` holder waits out the running threads' batch (see "Fair and fast: batches"): fast paths still take the lock, releases count | the `wait_lock` holder, on starting to wait | the same thread, by the RMW that claims the lock |
+//! | `HANDOFF` | the batch is over: fast paths must not take the lock; only ever set together with `QUIET` | a thread holding the lock, taken past `QUIET` (`cmpxchg`, only while `QUIET` is set) | the `QUIET` owner, in the same RMW that clears `QUIET` |
 //! | count | readers holding the lock, plus readers that are about to find out they must queue (they undo their increment) | `fetch_add` by readers | `fetch_sub` by readers |
 //!
 //! Bit 31 (`READER_OVERFLOW`) is the top of the reader count: readers refuse
-//! to take the lock once 2^28 read guards exist (only reachable by forgetting
+//! to take the lock once 2^26 read guards exist (only reachable by forgetting
 //! guards), so the count can never wrap into the writer bits.
 //!
 //! # Invariants
@@ -32,8 +34,14 @@
 //!    calls `wake_one`.
 //! 2. `W_WAITING` is only set while its writer holds `wait_lock`, so no
 //!    reader can join the count through the slow path while it is set.
-//! 3. `W_LOCKED` is only taken when the count is zero (fast path) or when the
-//!    word is exactly `W_WAITING` (slow path): a writer excludes everyone.
+//!    Likewise `QUIET` (and `HANDOFF`, which implies it) is only set while
+//!    its owner holds `wait_lock` and has not claimed the lock yet; so the
+//!    word never carries `QUIET` together with `W_WAITING` or `PARKED`, and
+//!    an upgradable reader (which holds `wait_lock`) never sees either.
+//! 3. `W_LOCKED` is only taken when no reader and no writer is in the word:
+//!    from 0 or `QUIET` (fast path), or from the word the `wait_lock` holder
+//!    saw with nothing but its own bits (slow path): a writer excludes
+//!    everyone.
 //! 4. A reader holds the lock iff its increment is in the count and it saw
 //!    `W_LOCKED` clear *after* the increment (fast path: in the value its own
 //!    `fetch_add` returned; slow path: by waiting for it). Once a reader's
@@ -42,9 +50,12 @@
 //!
 //! # Paths (count the cache lines)
 //! - **Read lock, fast**: one `fetch_add(ONE_READER)` on the count word; if
-//!   neither writer bit was set, done. No writer waits, so readers never block
-//!   each other. **Unlock**: one `fetch_sub`.
-//! - **Write lock, fast**: one `cmpxchg(0 -> W_LOCKED)`. **Unlock**: one
+//!   neither writer bit nor `HANDOFF` was set, done (with `QUIET` set, after
+//!   counting the batch, see "Fair and fast: batches"). No writer waits, so
+//!   readers never block each other. **Unlock**: one `fetch_sub`.
+//! - **Write lock, fast**: one `cmpxchg(0 -> W_LOCKED)` (a second one,
+//!   `QUIET -> QUIET | W_LOCKED`, while a waiter waits out a batch).
+//!   **Unlock**: one
 //!   `fetch_sub(W_LOCKED)` (a plain byte store in Linux; readers add to the
 //!   same word concurrently, and Rust has no mixed-size atomics, so we need
 //!   an RMW here, as parking_lot and std do).
@@ -56,20 +67,53 @@
 //!   `W_LOCKED` keeps its increment (no other writer can enter, invariant 3)
 //!   and holds the read lock once it sees `W_LOCKED` clear; a writer
 //!   `cmpxchg`es `0 -> W_LOCKED` when it sees the word 0. Both stop spinning
-//!   as soon as anybody queues (`W_WAITING` set, or `wait_lock` held, for the
-//!   writer), so they pass no queued writer and writers never starve.
+//!   as soon as anybody queues (`W_WAITING` or `HANDOFF` set, or `wait_lock`
+//!   held, for the writer), so they pass no queued writer and writers never
+//!   starve.
 //! - **Read lock, slow** (a writer holds or waits): undo the increment, queue
-//!   on `wait_lock`, then increment again and wait for `W_LOCKED` to clear,
+//!   on `wait_lock`, wait out the batch (below), then increment again (in the
+//!   RMW that clears `QUIET` and `HANDOFF`) and wait for `W_LOCKED` to clear,
 //!   and release `wait_lock` so the next queued waiter can come in. A stream
 //!   of queued readers thus passes through one after another and then runs
 //!   concurrently; a writer queued behind them waits for them to drain.
-//! - **Write lock, slow**: queue on `wait_lock`, set `W_WAITING` (newcomer
-//!   readers now queue behind us, so writers never starve), wait until the
-//!   word is exactly `W_WAITING`, `cmpxchg` it to `W_LOCKED`, release
-//!   `wait_lock`.
+//! - **Write lock, slow**: queue on `wait_lock`, wait out the batch, then in
+//!   one RMW that clears `QUIET` and `HANDOFF` take `W_LOCKED` if the word is
+//!   free, or else set `W_WAITING` (newcomer readers now queue behind us, so
+//!   writers never starve), wait until the word is exactly `W_WAITING`,
+//!   `cmpxchg` it to `W_LOCKED`; release `wait_lock`.
+//!
+//! # Fair and fast: batches
+//! Handing the lock to the waiter at every release costs a transfer of the
+//! count word's line per operation (at 2 threads and 50% writes, every op).
+//! So, as in `qspinlock`, the running threads keep the lock for a bounded
+//! *batch* while the one thread waiting on the word stays off its line:
+//! - The `wait_lock` holder sets `QUIET` and then polls the word only every
+//!   `QUIET_SPINS` relaxes, yielding in between. Fast paths ignore `QUIET`
+//!   (a writer's second `cmpxchg` takes `QUIET -> QUIET | W_LOCKED`), so the
+//!   running threads go on at uncontended speed.
+//! - It claims the lock when the batch ends: after `BATCH_NS` (or
+//!   `BATCH_POLLS` polls where there is no clock), or when it sees `HANDOFF`,
+//!   or at once when the lock stays free for `SETTLE_SPINS` relaxes (its
+//!   users are gone; a running holder re-takes a free lock sooner).
+//! - A thread whose fast path takes the lock past `QUIET` (it sees `QUIET`
+//!   in the word its RMW replaced) counts the acquisition per thread
+//!   (`Platform::count_batch`); after `BATCH_OPS` in a row it sets `HANDOFF`
+//!   (by `cmpxchg`, only while `QUIET` is set) while it still holds the
+//!   lock. That bounds the batch even when the waiter gets no CPU to see its
+//!   clock run out. (Counting acquisitions, not releases, keeps releases to
+//!   the one RMW: a lock freed by the next owner is never written.)
+//! - With `HANDOFF` set every fast path fails, so the running threads queue
+//!   on `wait_lock` behind the waiter; its claim (one RMW) clears `QUIET` and
+//!   `HANDOFF` and sets `W_WAITING` / its reader increment as above.
+//!
+//! Bypass is bounded: only fast-path acquirers pass the waiter, and only
+//! while `HANDOFF` is clear (one batch); contended acquirers queue on
+//! `wait_lock` in arrival order. So every queued thread gets the lock within
+//! (queue length x batch), and writers still never starve.
 //!
 //! # Waiting (16 threads on 2 cores)
-//! The one thread waiting on the word spins with [`Backoff`] (which yields
+//! Once it has claimed the lock (after its quiet wait, see above), the one
+//! thread waiting on the word spins with [`Backoff`] (which yields
 //! the CPU once its budget is spent, so a preempted holder can run), then sets
 //! `PARKED` and sleeps with `Platform::wait` on the count word itself (a
 //! futex on std). Whoever makes its condition true wakes exactly it:
@@ -99,9 +143,12 @@
 //!   Every write to the word is an RMW, so each release heads a release
 //!   sequence that reaches every later acquirer: a writer synchronizes with
 //!   all readers before it, and readers with the writer before them.
-//! - Undoing a reader increment, setting `W_WAITING` and `PARKED` are
-//!   Relaxed: they publish no data; `wait_lock` (Acquire/Release) orders the
-//!   queued waiters among themselves.
+//! - Undoing a reader increment, setting `W_WAITING`, `PARKED`, `QUIET` and
+//!   `HANDOFF` are Relaxed: they publish no data; `wait_lock`
+//!   (Acquire/Release) orders the queued waiters among themselves. Claims
+//!   that take the lock (the reader's increment, the writer's `W_LOCKED`) are
+//!   Acquire `cmpxchg`s; all of them are RMWs, so release sequences pass
+//!   through them.
 //!
 //! # Upgradable reads
 //! An upgradable reader holds `wait_lock` *and* a reader count: other
@@ -132,25 +179,45 @@ use crate::wait::Backoff;
 const W_LOCKED: u32 = 1 << 0;
 /// The `wait_lock` holder is a writer waiting for the lock: readers queue.
 const W_WAITING: u32 = 1 << 1;
-/// Either writer bit: a reader that sees one must take the slow path.
-const W_MASK: u32 = W_LOCKED | W_WAITING;
 /// The `wait_lock` holder sleeps on the count word.
 const PARKED: u32 = 1 << 2;
+/// The `wait_lock` holder waits quietly while running threads finish a
+/// batch: fast paths may still take the lock, and releases count the batch.
+const QUIET: u32 = 1 << 3;
+/// The batch is over (only with `QUIET`): fast paths must not take the lock.
+const HANDOFF: u32 = 1 << 4;
+/// A reader that sees one of these must take the slow path.
+const W_MASK: u32 = W_LOCKED | W_WAITING | HANDOFF;
 /// One reader in the count.
-const ONE_READER: u32 = 1 << 3;
+const ONE_READER: u32 = 1 << 5;
 /// The reader count.
 const READERS_MASK: u32 = !(ONE_READER - 1);
-/// Top bit of the reader count: at 2^28 readers new readers refuse (panic).
+/// Top bit of the reader count: at 2^26 readers new readers refuse (panic).
 const READER_OVERFLOW: u32 = 1 << 31;
 
 /// Backoff steps the word waiter spins (the last few yield) before parking.
-const SPIN_STEPS: u32 = 13;
+/// Under loom only two, so the models reach the parking code (loom runs
+/// the other threads while a spinner yields).
+const SPIN_STEPS: u32 = if cfg!(loom) { 2 } else { 13 };
 /// Backoff steps (2^n - 1 relaxes in all, ~150 ns here; never yielding) a
 /// contended acquirer spins on loads of the count word, hoping the holder
 /// leaves, before it queues on `wait_lock`: critical sections are usually
 /// far shorter than queueing (two RMWs on `wait_lock`, plus the reader's
 /// undo and redo on the count word).
 const OPTIMISTIC_STEPS: u32 = if cfg!(loom) { 1 } else { 4 };
+/// How long the running threads may keep re-acquiring (a batch) before the
+/// `QUIET` waiter claims the lock.
+const BATCH_NS: u64 = 20_000;
+/// The same bound in quiet polls, for platforms whose `now_ns` is constant.
+const BATCH_POLLS: u32 = if cfg!(loom) { 2 } else { 1 << 12 };
+/// The batch bound counted by a releasing thread: contended releases in a row.
+const BATCH_OPS: u32 = 1 << 10;
+/// Relaxes between two quiet polls (a couple of microseconds), followed by a
+/// yield.
+const QUIET_SPINS: u32 = if cfg!(loom) { 1 } else { 256 };
+/// Relaxes a quiet waiter waits for a free lock to stay free before it takes
+/// it during a batch: a running holder re-takes it sooner.
+const SETTLE_SPINS: u32 = if cfg!(loom) { 1 } else { 64 };
 
 #[inline]
 const fn readers(word: u32) -> u32 {
@@ -212,6 +279,78 @@ impl<P: Platform> RawQRwLock<P> {
         // A writer waits for 0 readers, an upgrader for 1 (itself).
         if old & PARKED != 0 && readers(old) <= 2 {
             self.wake_waiter();
+        }
+    }
+
+    /// We hold the lock, taken on a fast path past a `QUIET` waiter: after
+    /// `BATCH_OPS` such acquisitions in a row, end the batch (raise
+    /// `HANDOFF`), so batches stay bounded even when the waiter, which also
+    /// ends them by time, gets no CPU. Counted on acquiring, not releasing:
+    /// the lock is alive while we hold it, whereas after a release the next
+    /// owner may free it. Under loom (whose platform does not count) every
+    /// such acquisition ends the batch, so the models cover the hand-off.
+    #[cold]
+    fn count_batch_op(&self) {
+        let addr = &self.cnts as *const AtomicU32 as usize;
+        if !(cfg!(loom) || P::count_batch(addr, BATCH_OPS)) {
+            return;
+        }
+        P::restart_batch();
+        // Only while QUIET is still set (HANDOFF implies QUIET): the waiter
+        // clears both in the RMW that ends its quiet wait.
+        let mut v = self.cnts.load(Ordering::Relaxed);
+        while v & (QUIET | HANDOFF) == QUIET {
+            match self.cnts.compare_exchange_weak(
+                v,
+                v | HANDOFF,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(now) => v = now,
+            }
+        }
+    }
+
+    /// The `wait_lock` holder, before it claims the lock: sets `QUIET` and
+    /// waits, polling the word only now and then, while running threads
+    /// keep using the lock, until the batch is over (`HANDOFF`, or
+    /// `BATCH_NS`/`BATCH_POLLS`) or the lock stays `free` for
+    /// `SETTLE_SPINS` relaxes (its users are gone). Returns the last word
+    /// seen, with `QUIET` (ours) still set.
+    #[cold]
+    fn wait_batch(&self, free: impl Fn(u32) -> bool) -> u32 {
+        debug_assert_eq!(self.cnts.load(Ordering::Relaxed) & (QUIET | HANDOFF), 0);
+        let mut v = self.cnts.fetch_or(QUIET, Ordering::Relaxed) | QUIET;
+        // Our own batch, once we hold the lock, counts from zero.
+        P::restart_batch();
+        let start = P::now_ns();
+        let mut polls: u32 = 0;
+        loop {
+            if v & HANDOFF != 0 {
+                return v;
+            }
+            if free(v) {
+                for _ in 0..SETTLE_SPINS {
+                    P::relax();
+                }
+                v = self.cnts.load(Ordering::Relaxed);
+                if free(v) {
+                    return v;
+                }
+            }
+            polls += 1;
+            if polls >= BATCH_POLLS || P::now_ns().wrapping_sub(start) >= BATCH_NS {
+                return v;
+            }
+            // Stay off the line the running threads write; spin and yield
+            // rather than sleep (a sleeper would need a wake-up at the end of
+            // the batch).
+            for _ in 0..QUIET_SPINS {
+                P::relax();
+            }
+            P::yield_now();
+            v = self.cnts.load(Ordering::Relaxed);
         }
     }
 
@@ -305,7 +444,7 @@ impl<P: Platform> RawQRwLock<P> {
             backoff.snooze::<P>();
             // Acquire pairs with the writer's Release unlock (or downgrade).
             let v = self.cnts.load(Ordering::Acquire);
-            if v & W_WAITING != 0 {
+            if v & (W_WAITING | HANDOFF) != 0 {
                 return false;
             }
             if v & W_LOCKED == 0 {
@@ -317,6 +456,11 @@ impl<P: Platform> RawQRwLock<P> {
 
     #[cold]
     fn lock_shared_slow(&self, old: u32) {
+        if old & (W_MASK | READER_OVERFLOW) == 0 {
+            // Only QUIET: we hold the read lock, past a waiter, in its batch.
+            self.count_batch_op();
+            return;
+        }
         self.check_reader_overflow(old);
         if old & W_MASK == W_LOCKED && self.spin_writer_exit() {
             return;
@@ -324,9 +468,22 @@ impl<P: Platform> RawQRwLock<P> {
         // A writer holds or waits: undo, and queue behind everyone waiting.
         self.reader_leave();
         let wait_guard = self.wait_lock.lock();
-        // Acquire pairs with the last writer's Release unlock (when it is
-        // already gone); otherwise `wait_writer_exit` acquires.
-        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
+        // Let the running threads finish their batch; then join the count
+        // and drop QUIET and HANDOFF in one RMW. Acquire pairs with the last
+        // writer's Release unlock (when it is already gone); otherwise
+        // `wait_writer_exit` acquires.
+        let mut v = self.wait_batch(|v| v & W_LOCKED == 0);
+        let old = loop {
+            match self.cnts.compare_exchange_weak(
+                v,
+                (v & !(QUIET | HANDOFF)).wrapping_add(ONE_READER),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(old) => break old,
+                Err(now) => v = now,
+            }
+        };
         if old & READER_OVERFLOW != 0 {
             self.reader_leave();
             // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
@@ -339,7 +496,11 @@ impl<P: Platform> RawQRwLock<P> {
     }
 
     #[cold]
-    fn lock_exclusive_slow(&self) {
+    fn lock_exclusive_slow(&self, v: u32) {
+        // Only a quiet waiter is there: its batch lasts, take the lock.
+        if v == QUIET && self.try_lock_quiet() {
+            return;
+        }
         // Spin on loads while nobody queues (a queued writer sets
         // W_WAITING; a queued reader is in the count or about to be), and
         // take the lock if it comes free.
@@ -361,27 +522,60 @@ impl<P: Platform> RawQRwLock<P> {
             }
         }
         let wait_guard = self.wait_lock.lock();
-        // The holders we queued behind may be gone already.
-        if self.cnts.load(Ordering::Relaxed) != 0
-            || self
+        // Let the running threads finish their batch. Then, in one RMW that
+        // also drops QUIET and HANDOFF: take the lock if it is free, or set
+        // W_WAITING (from here on newcomer readers queue behind us,
+        // invariant 2) and wait for the holders to drain.
+        let mut v = self.wait_batch(|v| v & !(QUIET | HANDOFF) == 0);
+        loop {
+            let rest = v & !(QUIET | HANDOFF);
+            let new = if rest == 0 {
+                W_LOCKED
+            } else {
+                rest | W_WAITING
+            };
+            // Acquire pairs with the previous holders' Release (when taking).
+            match self
                 .cnts
-                // Acquire pairs with the previous holders' Release.
-                .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-        {
-            // From here on newcomer readers queue behind us (invariant 2).
-            self.cnts.fetch_or(W_WAITING, Ordering::Relaxed);
-            self.take_from_waiting(0);
+                .compare_exchange_weak(v, new, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) if rest == 0 => break,
+                Ok(_) => {
+                    self.take_from_waiting(0);
+                    break;
+                }
+                Err(now) => v = now,
+            }
         }
         // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
         unsafe { self.wait_lock.unlock(wait_guard) };
+    }
+
+    /// The word was `QUIET` (a waiter lets the running threads finish their
+    /// batch): take the write lock past it.
+    #[inline]
+    fn try_lock_quiet(&self) -> bool {
+        let ok = self
+            .cnts
+            // Acquire pairs with the previous holders' Release.
+            .compare_exchange(
+                QUIET,
+                QUIET | W_LOCKED,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_ok();
+        if ok {
+            self.count_batch_op();
+        }
+        ok
     }
 }
 
 #[cold]
 #[inline(never)]
 fn reader_overflow() -> ! {
-    panic!("QRwLock: too many read guards (2^28; are guards being forgotten?)")
+    panic!("QRwLock: too many read guards (2^26; are guards being forgotten?)")
 }
 
 impl<P: Platform> Default for RawQRwLock<P> {
@@ -398,6 +592,8 @@ impl<P: Platform> core::fmt::Debug for RawQRwLock<P> {
             .field("write_locked", &(v & W_LOCKED != 0))
             .field("write_waiting", &(v & W_WAITING != 0))
             .field("parked", &(v & PARKED != 0))
+            .field("quiet", &(v & QUIET != 0))
+            .field("handoff", &(v & HANDOFF != 0))
             .field("wait_lock", &self.wait_lock)
             .finish()
     }
@@ -426,7 +622,7 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
     fn lock_shared(&self) -> GuardSend {
         // Acquire pairs with the Release unlock of the last writer.
         let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
-        if old & (W_MASK | READER_OVERFLOW) != 0 {
+        if old & (W_MASK | READER_OVERFLOW | QUIET) != 0 {
             self.lock_shared_slow(old);
         }
         GuardSend::new()
@@ -459,24 +655,27 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
 
     #[inline]
     fn lock_exclusive(&self) -> GuardSend {
-        if self
-            .cnts
-            // Acquire pairs with the previous holders' Release.
-            .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
+        // Acquire pairs with the previous holders' Release.
+        if let Err(v) =
+            self.cnts
+                .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
         {
-            self.lock_exclusive_slow();
+            self.lock_exclusive_slow(v);
         }
         GuardSend::new()
     }
 
     #[inline]
     fn try_lock_exclusive(&self) -> Option<GuardSend> {
-        self.cnts
-            // Acquire pairs with the previous holders' Release.
+        // Acquire pairs with the previous holders' Release.
+        match self
+            .cnts
             .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            .ok()
-            .map(|_| GuardSend::new())
+        {
+            Ok(_) => Some(GuardSend::new()),
+            Err(QUIET) if self.try_lock_quiet() => Some(GuardSend::new()),
+            Err(_) => None,
+        }
     }
 
     #[inline]
@@ -690,6 +889,31 @@ mod tests {
         assert_eq!(word(&raw), READER_OVERFLOW);
         assert!(!raw.wait_lock.is_locked());
         assert!(raw.try_lock_shared().is_none());
+    }
+
+    /// While a waiter waits out a batch (`QUIET`) fast paths pass it and
+    /// releases keep its bit; once the batch is over (`HANDOFF`) they refuse.
+    #[test]
+    fn quiet_batch_and_handoff() {
+        let raw: RawQRwLock = RawQRwLock::new();
+        raw.cnts.store(QUIET, Ordering::Relaxed);
+        let r = raw.lock_shared();
+        assert!(raw.try_lock_exclusive().is_none());
+        // SAFETY: `r` came from `lock_shared` above.
+        unsafe { raw.unlock_shared(r) };
+        let w = raw.lock_exclusive();
+        assert_eq!(word(&raw), QUIET | W_LOCKED);
+        // SAFETY: `w` came from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+        let w = raw.try_lock_exclusive().unwrap();
+        // SAFETY: `w` came from `try_lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+        assert_eq!(word(&raw), QUIET);
+        raw.cnts.store(QUIET | HANDOFF, Ordering::Relaxed);
+        assert!(raw.try_lock_shared().is_none());
+        assert!(raw.try_lock_exclusive().is_none());
+        assert!(!raw.is_locked());
+        assert_eq!(word(&raw), QUIET | HANDOFF);
     }
 
     /// Readers and writers exclude each other; writers see every write.

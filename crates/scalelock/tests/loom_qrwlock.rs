@@ -1,6 +1,8 @@
 //! Loom models of the queued rwlock: reader/writer exclusion on the fast
 //! paths, the reader slow path queueing on `wait_lock` behind a writer, the
-//! writer slow path (W_WAITING, drain, W_LOCKED), downgrade, upgrade, and
+//! writer slow path (W_WAITING, drain, W_LOCKED), downgrade, upgrade, the
+//! batch protocol (the `wait_lock` holder waits with QUIET while a running
+//! writer re-acquires, the writer raises HANDOFF, the waiter claims), and
 //! sleeping on the count word (the loom platform's `wait` really blocks, so
 //! a lost wake-up around PARKED shows up as a loom deadlock).
 //!
@@ -34,7 +36,17 @@ impl Shared {
     }
 
     fn write(&self) {
+        self.write_yielding(0);
+    }
+
+    /// A write that yields `yields` times while holding the lock, so that a
+    /// spinning waiter runs out of spins and parks (loom runs a yielding
+    /// spinner only once the others yield or block).
+    fn write_yielding(&self, yields: usize) {
         let g = self.lock.lock_exclusive();
+        for _ in 0..yields {
+            thread::yield_now();
+        }
         // SAFETY: exclusive lock held.
         self.data.with_mut(|d| unsafe { *d += 1 });
         // SAFETY: `g` came from `lock_exclusive` above.
@@ -131,4 +143,45 @@ fn downgrade_and_upgrade() {
         assert!(t.join().unwrap() >= 1);
         assert!(!s.lock.is_locked());
     });
+}
+
+/// A writer that keeps re-acquiring while a contended writer or reader waits
+/// with QUIET on `wait_lock`: the running writer may pass it (writer fast
+/// path past QUIET) and then raises HANDOFF (under loom every acquisition
+/// past QUIET ends the batch), the waiter claims the lock in one RMW and may
+/// sleep on the word until the running writer's unlock wakes it (the second
+/// write holds the lock across yields, so the waiter reaches its sleep).
+fn batch_handoff(waiter_writes: bool) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(move || {
+        let s = Shared::new();
+        let t = {
+            let s = s.clone();
+            thread::spawn(move || {
+                if waiter_writes {
+                    s.write();
+                    0
+                } else {
+                    s.read()
+                }
+            })
+        };
+        s.write();
+        s.write_yielding(6);
+        let seen = t.join().unwrap();
+        assert!(seen <= 2);
+        assert_eq!(s.read(), if waiter_writes { 3 } else { 2 });
+        assert!(!s.lock.is_locked());
+    });
+}
+
+#[test]
+fn batch_handoff_to_writer() {
+    batch_handoff(true);
+}
+
+#[test]
+fn batch_handoff_to_reader() {
+    batch_handoff(false);
 }
