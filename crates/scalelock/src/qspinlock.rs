@@ -142,6 +142,8 @@ const QUIET_SPINS: u32 = if cfg!(loom) { 1 } else { 256 };
 /// Relaxes a word waiter waits for a free lock to stay free before taking it
 /// during a batch (see `try_lock_word_settled`).
 const SETTLE_SPINS: u32 = if cfg!(loom) { 1 } else { 64 };
+/// Polls of the optimistic spin before a contender queues (about 2 us).
+const PRE_QUEUE_POLLS: u32 = if cfg!(loom) { 1 } else { 8 };
 /// How long a word waiter holding `HANDOFF` spins before it sleeps.
 const PARK_NS: u64 = 100_000;
 /// The same bound in polls.
@@ -238,9 +240,24 @@ impl<P: Platform> RawQSpinLock<P> {
 
     #[cold]
     fn lock_slow(&self) {
-        // No optimistic spin here: a thread that just lost a hand-off must not
-        // steal the lock back from the new batch owner, so contenders go
-        // straight to the pending bit or the queue.
+        // A short optimistic spin, taking the lock only if it stays free for
+        // SETTLE_SPINS: a holder that left (critical sections between long
+        // stretches of other work) is replaced by a running thread instead of
+        // a queued one that first has to be woken, while a thread that just
+        // lost a hand-off cannot steal the lock back from the new batch owner
+        // (that owner re-takes it sooner than the settle delay).
+        let mut backoff = Backoff::new();
+        for _ in 0..PRE_QUEUE_POLLS {
+            if self.locked.load(Ordering::Relaxed) == 0 {
+                for _ in 0..SETTLE_SPINS {
+                    P::relax();
+                }
+                if self.try_lock_fast() {
+                    return;
+                }
+            }
+            backoff.snooze::<P>();
+        }
         // The second contender waits on the word, without a queue node.
         if self.try_become_pending() {
             self.wait_as_pending();
