@@ -29,6 +29,10 @@
 //! - Uncontended: `lock` is one `cmpxchg` on `locked` (after a load of
 //!   `flags` on the same line); `unlock` is one release store plus loads of
 //!   `flags` and `tail` (a line the holder already owns).
+//! - Any contender first polls the word for about 2 us and takes the lock if
+//!   it finds it free and still free `SETTLE_SPINS` relaxes later: a holder
+//!   that went off to do other work is replaced by a running thread rather
+//!   than by a queued one that must first be woken.
 //! - Second contender (no queue, no word waiter): sets `PENDING` and polls the
 //!   word with exponential backoff; it touches no queue node (seed: "pending
 //!   path").
