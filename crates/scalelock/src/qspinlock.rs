@@ -694,6 +694,7 @@ mod tests {
             h.join().unwrap();
         }
         assert_eq!(*lock.lock(), threads * iters);
+        // SAFETY: only reads the state word; the lock is not used through it.
         let raw = unsafe { lock.raw() };
         assert_eq!(raw.flags.load(Ordering::Relaxed) & (PENDING | HANDOFF), 0);
         assert_eq!(raw.tail.load(Ordering::Relaxed), 0);
