@@ -208,6 +208,7 @@ impl<P: Platform> RawQSpinLock<P> {
         self.flags.load(Ordering::Relaxed) & HANDOFF == 0
             && self
                 .locked
+                // Acquire pairs with the previous holder's Release store.
                 .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
     }
@@ -716,6 +717,8 @@ mod loom_models {
     type Lock = RawQSpinLock<LoomPlatform>;
 
     fn wait_for_flag(lock: &Lock, bit: u8) {
+        // SeqCst: a test-side observation only; the model's verdict does not
+        // depend on it pairing with anything.
         while lock.flags.load(Ordering::SeqCst) & bit == 0 {
             thread::yield_now();
         }
