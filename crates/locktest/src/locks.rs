@@ -76,107 +76,76 @@ impl<R: lock_api::RawRwLock + Send + Sync, T: Send + Sync> Lockable<T> for lock_
 // std's locks poison when a holder panics. Neither loop panics while holding
 // a lock, and if one ever did the run is already lost, so take the data back
 // out of the poison error rather than adding a second panic.
-impl<T: Send> Lockable<T> for std::sync::Mutex<T> {
-    const KIND: Kind = Kind::Mutex;
-    fn new(value: T) -> Self {
-        std::sync::Mutex::new(value)
-    }
-    #[inline]
-    fn with_write<U>(&self, f: impl FnOnce(&mut T) -> U) -> U {
-        f(&mut self
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner))
-    }
-    #[inline]
-    fn with_read<U>(&self, f: impl FnOnce(&T) -> U) -> U {
-        f(&self
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner))
-    }
+fn unpoison<G>(result: std::sync::LockResult<G>) -> G {
+    result.unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl<T: Send + Sync> Lockable<T> for std::sync::RwLock<T> {
-    const KIND: Kind = Kind::RwLock;
-    fn new(value: T) -> Self {
-        std::sync::RwLock::new(value)
-    }
-    #[inline]
-    fn with_write<U>(&self, f: impl FnOnce(&mut T) -> U) -> U {
-        f(&mut self
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner))
-    }
-    #[inline]
-    fn with_read<U>(&self, f: impl FnOnce(&T) -> U) -> U {
-        f(&self
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner))
-    }
+/// `lockable!(path::To::Lock, Kind, [bounds on T], write, read, unwrap)`:
+/// a `Lockable` impl for a lock outside `lock_api` whose guards come from
+/// `write`/`read` methods, passed through `unwrap` (`identity` or
+/// `unpoison`).
+macro_rules! lockable {
+    ($($ty:ident)::+, $kind:ident, [$($bound:tt)+], $write:ident, $read:ident, $unwrap:path) => {
+        impl<T: $($bound)+> Lockable<T> for $($ty)::+<T> {
+            const KIND: Kind = Kind::$kind;
+            fn new(value: T) -> Self {
+                $($ty)::+::new(value)
+            }
+            #[inline]
+            fn with_write<U>(&self, f: impl FnOnce(&mut T) -> U) -> U {
+                let mut guard = $unwrap(self.$write());
+                f(&mut guard)
+            }
+            #[inline]
+            fn with_read<U>(&self, f: impl FnOnce(&T) -> U) -> U {
+                let guard = $unwrap(self.$read());
+                f(&guard)
+            }
+        }
+    };
 }
 
-impl<T: Send + Sync> Lockable<T> for crossbeam_utils::sync::ShardedLock<T> {
-    const KIND: Kind = Kind::RwLock;
-    fn new(value: T) -> Self {
-        crossbeam_utils::sync::ShardedLock::new(value)
-    }
-    #[inline]
-    fn with_write<U>(&self, f: impl FnOnce(&mut T) -> U) -> U {
-        f(&mut self
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner))
-    }
-    #[inline]
-    fn with_read<U>(&self, f: impl FnOnce(&T) -> U) -> U {
-        f(&self
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner))
-    }
-}
-
-impl<T: Send> Lockable<T> for spin::mutex::SpinMutex<T> {
-    const KIND: Kind = Kind::Mutex;
-    fn new(value: T) -> Self {
-        spin::mutex::SpinMutex::new(value)
-    }
-    #[inline]
-    fn with_write<U>(&self, f: impl FnOnce(&mut T) -> U) -> U {
-        f(&mut self.lock())
-    }
-    #[inline]
-    fn with_read<U>(&self, f: impl FnOnce(&T) -> U) -> U {
-        f(&self.lock())
-    }
-}
-
-impl<T: Send> Lockable<T> for spin::mutex::TicketMutex<T> {
-    const KIND: Kind = Kind::Mutex;
-    fn new(value: T) -> Self {
-        spin::mutex::TicketMutex::new(value)
-    }
-    #[inline]
-    fn with_write<U>(&self, f: impl FnOnce(&mut T) -> U) -> U {
-        f(&mut self.lock())
-    }
-    #[inline]
-    fn with_read<U>(&self, f: impl FnOnce(&T) -> U) -> U {
-        f(&self.lock())
-    }
-}
-
-impl<T: Send + Sync> Lockable<T> for spin::RwLock<T> {
-    const KIND: Kind = Kind::RwLock;
-    fn new(value: T) -> Self {
-        spin::RwLock::new(value)
-    }
-    #[inline]
-    fn with_write<U>(&self, f: impl FnOnce(&mut T) -> U) -> U {
-        f(&mut self.write())
-    }
-    #[inline]
-    fn with_read<U>(&self, f: impl FnOnce(&T) -> U) -> U {
-        f(&self.read())
-    }
-}
+lockable!(std::sync::Mutex, Mutex, [Send], lock, lock, unpoison);
+lockable!(
+    std::sync::RwLock,
+    RwLock,
+    [Send + Sync],
+    write,
+    read,
+    unpoison
+);
+lockable!(
+    crossbeam_utils::sync::ShardedLock,
+    RwLock,
+    [Send + Sync],
+    write,
+    read,
+    unpoison
+);
+lockable!(
+    spin::mutex::SpinMutex,
+    Mutex,
+    [Send],
+    lock,
+    lock,
+    core::convert::identity
+);
+lockable!(
+    spin::mutex::TicketMutex,
+    Mutex,
+    [Send],
+    lock,
+    lock,
+    core::convert::identity
+);
+lockable!(
+    spin::RwLock,
+    RwLock,
+    [Send + Sync],
+    write,
+    read,
+    core::convert::identity
+);
 
 /// One registered lock: its name, what it is, and its monomorphized loops.
 pub struct LockInfo {
