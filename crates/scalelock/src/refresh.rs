@@ -493,14 +493,22 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
     }
 
     /// Bumps `gate` after a state change its sleepers wait for; wakes them.
+    ///
+    /// One read-modify-write: two bumps of one gate can overlap (a
+    /// completion's thread may be preempted before its bump while the
+    /// completions two and four generations on, or an abandon, bump the same
+    /// gate), and a bump computed from a stale load would roll the count
+    /// back to a value a sleeper already read, so that its `GATE_PARKED`
+    /// `cmpxchg` succeeds by ABA after its wake-up was due.
     #[inline]
     fn open_gate(&self, gate: &AtomicU32) {
         // Release pairs with the sleepers' Acquire gate load that precedes
         // their state check.
-        let old = gate.swap(
-            (gate.load(Ordering::Relaxed) & !GATE_PARKED).wrapping_add(GATE_ONE),
-            Ordering::Release,
-        );
+        let old = gate
+            .fetch_update(Ordering::Release, Ordering::Relaxed, |g| {
+                Some((g & !GATE_PARKED).wrapping_add(GATE_ONE))
+            })
+            .unwrap_or_else(|g| g);
         if old & GATE_PARKED != 0 {
             P::wake_all(gate);
         }
@@ -661,5 +669,76 @@ mod tests {
         }
         assert_eq!(calls.load(Ordering::Relaxed), 2);
         assert_eq!(r.generation(), 2);
+    }
+}
+
+/// Loom model of the gate protocol with overlapping bumps: a completion's
+/// gate bump can be delayed (its thread preempted) past two later bumps of
+/// the same gate (the completions two and four generations on, or an
+/// abandon). The sleeper takes one pass of `refresh_slow`'s gate protocol
+/// (read the gate, check the condition, set `GATE_PARKED` from the value
+/// read); once every bump is done, the value it would sleep on must be gone
+/// from the gate, or its futex wait would never return (a lost wake-up).
+/// Checking that instead of really sleeping keeps the model to seconds.
+/// Run: `RUSTFLAGS="--cfg loom" cargo test -p scalelock --lib --release
+/// refresh::loom_models`
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use crate::platform::LoomPlatform;
+    use loom::sync::Arc;
+    use loom::sync::atomic::AtomicBool;
+    use loom::thread;
+
+    #[test]
+    fn overlapping_gate_bumps_never_lose_a_sleeper() {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.check(|| {
+            let r = Arc::new(RefreshOnce::<u64, LoomPlatform>::new(0));
+            let done = Arc::new(AtomicBool::new(false));
+            // The sleeper: one pass; returns the gate value it would sleep on.
+            let sleeper = {
+                let (r, done) = (r.clone(), done.clone());
+                thread::spawn(move || {
+                    let gate = &r.gates[0];
+                    let g = gate.load(Ordering::Acquire);
+                    if done.load(Ordering::Acquire) {
+                        None
+                    } else if g & GATE_PARKED != 0 {
+                        Some(g)
+                    } else {
+                        gate.compare_exchange(
+                            g,
+                            g | GATE_PARKED,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        )
+                        .ok()
+                        .map(|_| g | GATE_PARKED)
+                    }
+                })
+            };
+            // A bump before the sleeper's condition holds, then the one the
+            // sleeper waits for.
+            let bumps = {
+                let (r, done) = (r.clone(), done.clone());
+                thread::spawn(move || {
+                    r.open_gate(&r.gates[0]);
+                    done.store(true, Ordering::Release);
+                    r.open_gate(&r.gates[0]);
+                })
+            };
+            // A bump that may be delayed past the other two.
+            r.open_gate(&r.gates[0]);
+            bumps.join().unwrap();
+            if let Some(v) = sleeper.join().unwrap() {
+                assert_ne!(
+                    r.gates[0].load(Ordering::Relaxed),
+                    v,
+                    "the sleeper's gate value survived every bump: lost wake-up"
+                );
+            }
+        });
     }
 }
