@@ -33,3 +33,14 @@ pub(crate) use core::cell::UnsafeCell;
 #[cfg(loom)]
 #[allow(unused_imports)]
 pub(crate) use loom::cell::UnsafeCell;
+
+/// One step of a wait for another thread's progress: a `pause` (a yield to
+/// the model's scheduler under loom).
+#[allow(dead_code)] // used by the std platform and loom models only
+#[inline]
+pub(crate) fn spin_wait_hint() {
+    #[cfg(not(loom))]
+    core::hint::spin_loop();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}

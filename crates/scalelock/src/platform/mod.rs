@@ -35,6 +35,9 @@ use crate::sync::atomic::AtomicU32;
 mod spin;
 pub use self::spin::SpinPlatform;
 
+#[cfg(any(all(feature = "std", not(loom)), loom))]
+mod fence_mode;
+
 #[cfg(all(feature = "std", not(loom)))]
 mod std_impl;
 #[cfg(all(feature = "std", not(loom)))]

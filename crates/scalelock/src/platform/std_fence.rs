@@ -12,30 +12,17 @@
 //! returned, so the heavy thread's `load A` sees it. This is the
 //! `sys_membarrier` pattern of liburcu and folly's `asymmetricHeavyBarrier`.
 //!
-//! Detected at run time: registration is tried once; where it fails (old
-//! kernel, seccomp, non-Linux) both sides fall back to `fence(SeqCst)`. Under
-//! Miri the model cannot express membarrier, so both sides are real fences.
-//!
-//! The state only moves UNKNOWN -> READY or UNKNOWN -> UNAVAILABLE, and a
-//! thread only uses the compiler-fence form after reading READY, which is
-//! stored after registration succeeded; every heavy fence that can pair with
-//! such a light fence therefore runs after READY and issues the membarrier.
+//! Detected at run time: the first fence asks the kernel to register the
+//! process (once; see `fence_mode.rs` for why the first answer must stick
+//! and nobody may act before it exists); where that fails (old kernel,
+//! seccomp, non-Linux) both sides are `fence(SeqCst)`. Under Miri the model
+//! cannot express membarrier, so both sides are real fences.
 
-use core::sync::atomic::{AtomicU8, Ordering, compiler_fence, fence};
+use core::sync::atomic::{Ordering, compiler_fence, fence};
 
-const UNKNOWN: u8 = 0;
-const READY: u8 = 1;
-const UNAVAILABLE: u8 = 2;
+use crate::platform::fence_mode::FenceMode;
 
-static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
-
-#[cold]
-fn init() -> u8 {
-    let state = if register() { READY } else { UNAVAILABLE };
-    // Racing initialisers all compute the same answer.
-    STATE.store(state, Ordering::Relaxed);
-    state
-}
+static MODE: FenceMode = FenceMode::new();
 
 #[cfg(all(target_os = "linux", not(miri)))]
 fn register() -> bool {
@@ -51,17 +38,14 @@ fn register() -> bool {
 }
 
 #[inline]
-fn state() -> u8 {
-    match STATE.load(Ordering::Relaxed) {
-        UNKNOWN => init(),
-        s => s,
-    }
+fn asymmetric() -> bool {
+    MODE.asymmetric(register)
 }
 
 /// The fast-path side: a compiler fence when membarrier is registered.
 #[inline]
 pub(super) fn light() {
-    if state() == READY {
+    if asymmetric() {
         compiler_fence(Ordering::SeqCst);
     } else {
         fence(Ordering::SeqCst);
@@ -73,7 +57,7 @@ pub(super) fn light() {
 pub(super) fn heavy() {
     fence(Ordering::SeqCst);
     #[cfg(all(target_os = "linux", not(miri)))]
-    if state() == READY {
+    if asymmetric() {
         use rustix::thread::{MembarrierCommand, membarrier};
         // Registration succeeded, so this cannot fail with EPERM; should the
         // kernel still refuse, abort rather than lose the ordering.
@@ -86,5 +70,5 @@ pub(super) fn heavy() {
 /// Whether the std platform uses membarrier asymmetric fences (registered on
 /// first use); `false` means both sides are `fence(SeqCst)`.
 pub fn asymmetric_fences_active() -> bool {
-    state() == READY
+    asymmetric()
 }

@@ -1,0 +1,121 @@
+//! Which form the asymmetric fences take, decided once per process.
+//!
+//! The std platform's fences are either a compiler fence (light) against a
+//! `membarrier` (heavy), or `fence(SeqCst)` on both sides. A light side may
+//! use the compiler-fence form only if *every* heavy side that can pair with
+//! it issues the membarrier. So the answer must never change once any
+//! thread acted on it: the first answer sticks (`UNKNOWN -> DECIDING ->
+//! READY | UNAVAILABLE`, one `cmpxchg` elects the single thread that asks
+//! the kernel), and no thread acts before the answer exists (threads that
+//! lose the election wait for it; a registration takes a few microseconds,
+//! once per process). A racing registration that fails transiently (ENOMEM
+//! in a busy multithreaded process) can therefore not turn `READY` into
+//! `UNAVAILABLE` under the feet of readers already relying on it.
+
+use crate::sync::atomic::{AtomicU8, Ordering};
+
+/// Nobody has asked yet.
+const UNKNOWN: u8 = 0;
+/// One thread is registering with the kernel.
+const DECIDING: u8 = 1;
+/// Registered: light = compiler fence, heavy = membarrier.
+const READY: u8 = 2;
+/// Not available: both sides are `fence(SeqCst)`.
+const UNAVAILABLE: u8 = 3;
+
+/// The decision: see the module docs.
+pub(crate) struct FenceMode(AtomicU8);
+
+impl FenceMode {
+    /// Undecided.
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        Self(AtomicU8::new(UNKNOWN))
+    }
+
+    /// Undecided.
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
+        Self(AtomicU8::new(UNKNOWN))
+    }
+
+    /// Whether the asymmetric form is in use, deciding with `register`
+    /// (called by at most one thread, ever) on first use.
+    #[inline]
+    pub(crate) fn asymmetric(&self, register: impl FnOnce() -> bool) -> bool {
+        // Acquire pairs with the Release store of the decision: the
+        // registration (a syscall) came first.
+        match self.0.load(Ordering::Acquire) {
+            READY => true,
+            UNAVAILABLE => false,
+            _ => self.decide(register),
+        }
+    }
+
+    #[cold]
+    fn decide(&self, register: impl FnOnce() -> bool) -> bool {
+        if self
+            .0
+            .compare_exchange(UNKNOWN, DECIDING, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            let answer = if register() { READY } else { UNAVAILABLE };
+            // Release pairs with the Acquire loads of every later user.
+            self.0.store(answer, Ordering::Release);
+            return answer == READY;
+        }
+        // Another thread is asking the kernel: wait for its answer rather
+        // than act on a guess.
+        loop {
+            // Acquire as in `asymmetric`.
+            match self.0.load(Ordering::Acquire) {
+                READY => return true,
+                UNAVAILABLE => return false,
+                _ => crate::sync::spin_wait_hint(),
+            }
+        }
+    }
+}
+
+/// Loom models: racing first users elect one registration, and its answer
+/// is the only one anybody ever sees, even when a second registration
+/// attempt would have failed. Run: `RUSTFLAGS="--cfg loom" cargo test -p
+/// scalelock --lib --release fence_mode`
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::sync::atomic::AtomicUsize;
+    use loom::thread;
+
+    #[test]
+    fn first_answer_sticks() {
+        loom::model(|| {
+            let mode = Arc::new(FenceMode::new());
+            let calls = Arc::new(AtomicUsize::new(0));
+            // Thread `i`'s registration would succeed for i = 0 and fail
+            // (transiently) for i = 1.
+            let users: Vec<_> = (0..2)
+                .map(|i| {
+                    let (mode, calls) = (mode.clone(), calls.clone());
+                    thread::spawn(move || {
+                        let first = mode.asymmetric(|| {
+                            calls.fetch_add(1, Ordering::Relaxed);
+                            i == 0
+                        });
+                        let again = mode.asymmetric(|| unreachable!("decided already"));
+                        assert_eq!(first, again, "the decision changed");
+                        first
+                    })
+                })
+                .collect();
+            let answers: Vec<bool> = users.into_iter().map(|t| t.join().unwrap()).collect();
+            assert_eq!(answers[0], answers[1], "threads saw different decisions");
+            assert_eq!(
+                calls.load(Ordering::Relaxed),
+                1,
+                "registered more than once"
+            );
+        });
+    }
+}
