@@ -14,7 +14,9 @@ use std::vec::Vec;
 
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
-use crate::qnode::{NodeIndex, QNode};
+use crate::qnode::{NODE_WAITING, NodeIndex, QNode};
+
+const _: () = assert!(NODE_WAITING == 0, "segments are allocated zeroed");
 
 const SEGMENT_SHIFT: u32 = 8;
 const SEGMENT_LEN: usize = 1 << SEGMENT_SHIFT;
@@ -35,7 +37,13 @@ fn segment(seg: usize) -> &'static Segment {
     // node initialisation is visible before the pointer.
     let mut ptr = TABLE[seg].load(Ordering::Acquire);
     if ptr.is_null() {
-        let fresh = Box::into_raw(Box::new([const { QNode::new() }; SEGMENT_LEN]));
+        // Allocated zeroed straight on the heap: `Box::new([..; 256])` may
+        // build the 32 KiB array on the caller's stack first (it does in
+        // debug builds), and the caller may be a thread with a small stack.
+        // SAFETY: an all-zero `QNode` is `QNode::new()` (two `AtomicU32`s,
+        // `NODE_WAITING` = 0 and no successor), so the zeroed array is
+        // initialised.
+        let fresh = Box::into_raw(unsafe { Box::<Segment>::new_zeroed().assume_init() });
         match TABLE[seg].compare_exchange(
             core::ptr::null_mut(),
             fresh,
