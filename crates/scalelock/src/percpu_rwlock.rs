@@ -33,7 +33,7 @@
 //!   the real cost: ~155 ns when no other thread of ours runs, ~16 µs when
 //!   the membarrier must interrupt another busy CPU. A slow reader, holding
 //!   the underlying read lock, sets `FAST` again once the window is over;
-//!   it looks at the clock only on one slow read in `CLOCK_EVERY` (16) of
+//!   it looks at the clock only on one slow read in `CLOCK_EVERY` (`pc_clock_every` in `wait::tuning`) of
 //!   its thread (a counter on its own slot line), since a clock read costs
 //!   twice the underlying read lock. `with_inhibition(0)` gives Xen's
 //!   policy: the writer sets `FAST` again at unlock, so every write that
@@ -145,7 +145,8 @@ use crate::qrwlock::RawQRwLock;
 use crate::reader_table::DEFAULT_INHIBIT;
 use crate::reader_table::{ReaderTable, Slot, table_at};
 use crate::sync::atomic::{AtomicU64, Ordering};
-use crate::wait::{Backoff, park, park_prepare, unpark_all};
+use crate::wait::parking::{park, prepare as park_prepare, unpark_all};
+use crate::wait::{Backoff, TUNING};
 
 /// The reader bias: readers may use their slots.
 const FAST: u64 = 1;
@@ -173,16 +174,6 @@ const UNIT_SHIFT: u32 = 11;
 /// Longest inhibition window, in units (205 µs; keeps the 8-bit wrapping
 /// comparison exact).
 const MAX_WINDOW_UNITS: u64 = 100;
-/// A slow reader looks at the clock (is the inhibition window over?) only
-/// on every `CLOCK_EVERY`-th slow read of its thread: a clock read costs
-/// about twice the underlying read lock itself. Every read under loom.
-const CLOCK_EVERY: u32 = if cfg!(loom) { 1 } else { 16 };
-
-/// Backoff steps a writer spins (the last few yield) before parking on a
-/// reader's slot. None under loom, where spinning is a yield that lets the
-/// reader finish first, so the models would never reach the parking path.
-const SPIN_STEPS: u32 = if cfg!(loom) { 0 } else { 14 };
-
 #[cfg(not(loom))]
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 #[cfg(loom)]
@@ -378,7 +369,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
         let s = self.state.load(Ordering::Relaxed);
         if s & FAST == 0
-            && mine.is_none_or(|m| m.count_slow_read(CLOCK_EVERY))
+            && mine.is_none_or(|m| m.count_slow_read(TUNING.pc_clock_every))
             && window_expired(s, P::now_ns())
         {
             // We hold the underlying read lock, so no writer is inside.
@@ -511,7 +502,7 @@ fn wait_slot<P: Platform>(slot: &Slot, id: u64) {
         if slot.word().load(Ordering::Acquire) & ID_MASK != id {
             return;
         }
-        if backoff.steps() < SPIN_STEPS {
+        if backoff.steps() < TUNING.pc_writer_steps {
             backoff.snooze::<P>();
             continue;
         }

@@ -173,7 +173,7 @@ use lock_api::{GuardSend, RawMutex, RawRwLock, RawRwLockDowngrade, RawRwLockUpgr
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qspinlock::RawQSpinLock;
 use crate::sync::atomic::{AtomicU32, Ordering};
-use crate::wait::Backoff;
+use crate::wait::{Backoff, BatchClock, QuietPoll, TUNING};
 
 /// A writer holds the lock.
 const W_LOCKED: u32 = 1 << 0;
@@ -184,40 +184,14 @@ const PARKED: u32 = 1 << 2;
 /// The `wait_lock` holder waits quietly while running threads finish a
 /// batch: fast paths may still take the lock, and releases count the batch.
 const QUIET: u32 = 1 << 3;
-/// The batch is over (only with `QUIET`): fast paths must not take the lock.
-const HANDOFF: u32 = 1 << 4;
 /// A reader that sees one of these must take the slow path.
-const W_MASK: u32 = W_LOCKED | W_WAITING | HANDOFF;
+const W_MASK: u32 = W_LOCKED | W_WAITING;
 /// One reader in the count.
-const ONE_READER: u32 = 1 << 5;
+const ONE_READER: u32 = 1 << 4;
 /// The reader count.
 const READERS_MASK: u32 = !(ONE_READER - 1);
 /// Top bit of the reader count: at 2^26 readers new readers refuse (panic).
 const READER_OVERFLOW: u32 = 1 << 31;
-
-/// Backoff steps the word waiter spins (the last few yield) before parking.
-/// Under loom only two, so the models reach the parking code (loom runs
-/// the other threads while a spinner yields).
-const SPIN_STEPS: u32 = if cfg!(loom) { 2 } else { 13 };
-/// Backoff steps (2^n - 1 relaxes in all, ~150 ns here; never yielding) a
-/// contended acquirer spins on loads of the count word, hoping the holder
-/// leaves, before it queues on `wait_lock`: critical sections are usually
-/// far shorter than queueing (two RMWs on `wait_lock`, plus the reader's
-/// undo and redo on the count word).
-const OPTIMISTIC_STEPS: u32 = if cfg!(loom) { 1 } else { 4 };
-/// How long the running threads may keep re-acquiring (a batch) before the
-/// `QUIET` waiter claims the lock.
-const BATCH_NS: u64 = 20_000;
-/// The same bound in quiet polls, for platforms whose `now_ns` is constant.
-const BATCH_POLLS: u32 = if cfg!(loom) { 2 } else { 1 << 12 };
-/// The batch bound counted by a releasing thread: contended releases in a row.
-const BATCH_OPS: u32 = 1 << 10;
-/// Relaxes between two quiet polls (a couple of microseconds), followed by a
-/// yield.
-const QUIET_SPINS: u32 = if cfg!(loom) { 1 } else { 256 };
-/// Relaxes a quiet waiter waits for a free lock to stay free before it takes
-/// it during a batch: a running holder re-takes it sooner.
-const SETTLE_SPINS: u32 = if cfg!(loom) { 1 } else { 64 };
 
 #[inline]
 const fn readers(word: u32) -> u32 {
@@ -282,56 +256,20 @@ impl<P: Platform> RawQRwLock<P> {
         }
     }
 
-    /// We hold the lock, taken on a fast path past a `QUIET` waiter: after
-    /// `BATCH_OPS` such acquisitions in a row, end the batch (raise
-    /// `HANDOFF`), so batches stay bounded even when the waiter, which also
-    /// ends them by time, gets no CPU. Counted on acquiring, not releasing:
-    /// the lock is alive while we hold it, whereas after a release the next
-    /// owner may free it. Under loom (whose platform does not count) every
-    /// such acquisition ends the batch, so the models cover the hand-off.
-    #[cold]
-    fn count_batch_op(&self) {
-        let addr = &self.cnts as *const AtomicU32 as usize;
-        if !(cfg!(loom) || P::count_batch(addr, BATCH_OPS)) {
-            return;
-        }
-        P::restart_batch();
-        // Only while QUIET is still set (HANDOFF implies QUIET): the waiter
-        // clears both in the RMW that ends its quiet wait.
-        let mut v = self.cnts.load(Ordering::Relaxed);
-        while v & (QUIET | HANDOFF) == QUIET {
-            match self.cnts.compare_exchange_weak(
-                v,
-                v | HANDOFF,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return,
-                Err(now) => v = now,
-            }
-        }
-    }
-
     /// The `wait_lock` holder, before it claims the lock: sets `QUIET` and
     /// waits, polling the word only now and then, while running threads
-    /// keep using the lock, until the batch is over (`HANDOFF`, or
-    /// `BATCH_NS`/`BATCH_POLLS`) or the lock stays `free` for
-    /// `SETTLE_SPINS` relaxes (its users are gone). Returns the last word
-    /// seen, with `QUIET` (ours) still set.
+    /// keep using the lock, until the batch is over (`wait::batch`) or the
+    /// lock stays `free` for `settle_relaxes` (its users are gone). Returns
+    /// the last word seen, with `QUIET` (ours) still set.
     #[cold]
     fn wait_batch(&self, free: impl Fn(u32) -> bool) -> u32 {
-        debug_assert_eq!(self.cnts.load(Ordering::Relaxed) & (QUIET | HANDOFF), 0);
+        debug_assert_eq!(self.cnts.load(Ordering::Relaxed) & QUIET, 0);
         let mut v = self.cnts.fetch_or(QUIET, Ordering::Relaxed) | QUIET;
-        // Our own batch, once we hold the lock, counts from zero.
-        P::restart_batch();
-        let start = P::now_ns();
-        let mut polls: u32 = 0;
+        let mut batch = BatchClock::start::<P>();
+        let mut quiet = QuietPoll::new();
         loop {
-            if v & HANDOFF != 0 {
-                return v;
-            }
             if free(v) {
-                for _ in 0..SETTLE_SPINS {
+                for _ in 0..TUNING.settle_relaxes {
                     P::relax();
                 }
                 v = self.cnts.load(Ordering::Relaxed);
@@ -339,17 +277,11 @@ impl<P: Platform> RawQRwLock<P> {
                     return v;
                 }
             }
-            polls += 1;
-            if polls >= BATCH_POLLS || P::now_ns().wrapping_sub(start) >= BATCH_NS {
+            if batch.elapsed::<P>(TUNING.batch_ns, TUNING.batch_polls) {
                 return v;
             }
-            // Stay off the line the running threads write; spin and yield
-            // rather than sleep (a sleeper would need a wake-up at the end of
-            // the batch).
-            for _ in 0..QUIET_SPINS {
-                P::relax();
-            }
-            P::yield_now();
+            // Stay off the line the running threads write.
+            quiet.wait::<P>();
             v = self.cnts.load(Ordering::Relaxed);
         }
     }
@@ -372,7 +304,7 @@ impl<P: Platform> RawQRwLock<P> {
             if done(v) {
                 return v;
             }
-            if backoff.steps() < SPIN_STEPS {
+            if backoff.steps() < TUNING.qrw_spin_steps {
                 backoff.snooze::<P>();
                 continue;
             }
@@ -440,11 +372,11 @@ impl<P: Platform> RawQRwLock<P> {
     #[inline]
     fn spin_writer_exit(&self) -> bool {
         let mut backoff = Backoff::new();
-        while backoff.steps() < OPTIMISTIC_STEPS {
+        while backoff.steps() < TUNING.qrw_optimistic_steps {
             backoff.snooze::<P>();
             // Acquire pairs with the writer's Release unlock (or downgrade).
             let v = self.cnts.load(Ordering::Acquire);
-            if v & (W_WAITING | HANDOFF) != 0 {
+            if v & W_WAITING != 0 {
                 return false;
             }
             if v & W_LOCKED == 0 {
@@ -458,7 +390,6 @@ impl<P: Platform> RawQRwLock<P> {
     fn lock_shared_slow(&self, old: u32) {
         if old & (W_MASK | READER_OVERFLOW) == 0 {
             // Only QUIET: we hold the read lock, past a waiter, in its batch.
-            self.count_batch_op();
             return;
         }
         self.check_reader_overflow(old);
@@ -476,7 +407,7 @@ impl<P: Platform> RawQRwLock<P> {
         let old = loop {
             match self.cnts.compare_exchange_weak(
                 v,
-                (v & !(QUIET | HANDOFF)).wrapping_add(ONE_READER),
+                (v & !QUIET).wrapping_add(ONE_READER),
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
@@ -505,7 +436,7 @@ impl<P: Platform> RawQRwLock<P> {
         // W_WAITING; a queued reader is in the count or about to be), and
         // take the lock if it comes free.
         let mut backoff = Backoff::new();
-        while backoff.steps() < OPTIMISTIC_STEPS {
+        while backoff.steps() < TUNING.qrw_optimistic_steps {
             backoff.snooze::<P>();
             let v = self.cnts.load(Ordering::Relaxed);
             if v & W_WAITING != 0 || self.wait_lock.is_locked() {
@@ -526,9 +457,9 @@ impl<P: Platform> RawQRwLock<P> {
         // also drops QUIET and HANDOFF: take the lock if it is free, or set
         // W_WAITING (from here on newcomer readers queue behind us,
         // invariant 2) and wait for the holders to drain.
-        let mut v = self.wait_batch(|v| v & !(QUIET | HANDOFF) == 0);
+        let mut v = self.wait_batch(|v| v & !QUIET == 0);
         loop {
-            let rest = v & !(QUIET | HANDOFF);
+            let rest = v & !QUIET;
             let new = if rest == 0 {
                 W_LOCKED
             } else {
@@ -555,8 +486,7 @@ impl<P: Platform> RawQRwLock<P> {
     /// batch): take the write lock past it.
     #[inline]
     fn try_lock_quiet(&self) -> bool {
-        let ok = self
-            .cnts
+        self.cnts
             // Acquire pairs with the previous holders' Release.
             .compare_exchange(
                 QUIET,
@@ -564,11 +494,7 @@ impl<P: Platform> RawQRwLock<P> {
                 Ordering::Acquire,
                 Ordering::Relaxed,
             )
-            .is_ok();
-        if ok {
-            self.count_batch_op();
-        }
-        ok
+            .is_ok()
     }
 }
 
@@ -593,7 +519,6 @@ impl<P: Platform> core::fmt::Debug for RawQRwLock<P> {
             .field("write_waiting", &(v & W_WAITING != 0))
             .field("parked", &(v & PARKED != 0))
             .field("quiet", &(v & QUIET != 0))
-            .field("handoff", &(v & HANDOFF != 0))
             .field("wait_lock", &self.wait_lock)
             .finish()
     }
@@ -892,9 +817,9 @@ mod tests {
     }
 
     /// While a waiter waits out a batch (`QUIET`) fast paths pass it and
-    /// releases keep its bit; once the batch is over (`HANDOFF`) they refuse.
+    /// releases keep its bit.
     #[test]
-    fn quiet_batch_and_handoff() {
+    fn quiet_batch_lets_fast_paths_pass() {
         let raw: RawQRwLock = RawQRwLock::new();
         raw.cnts.store(QUIET, Ordering::Relaxed);
         let r = raw.lock_shared();
@@ -909,11 +834,6 @@ mod tests {
         // SAFETY: `w` came from `try_lock_exclusive` above.
         unsafe { raw.unlock_exclusive(w) };
         assert_eq!(word(&raw), QUIET);
-        raw.cnts.store(QUIET | HANDOFF, Ordering::Relaxed);
-        assert!(raw.try_lock_shared().is_none());
-        assert!(raw.try_lock_exclusive().is_none());
-        assert!(!raw.is_locked());
-        assert_eq!(word(&raw), QUIET | HANDOFF);
     }
 
     /// Readers and writers exclude each other; writers see every write.

@@ -120,20 +120,20 @@
 //!
 //! # Waiting (16 threads on 2 cores)
 //! Updates are short (a clock read, ~100 ns) to moderate (µs). Waiters poll
-//! `state` with loads, the first `POLL_RELAXES` relaxes apart and then
+//! `state` with loads, the first `rf_poll_relaxes` relaxes apart and then
 //! doubling to 16x that: every poll of the line the updater is about to
 //! write costs the updater a miss, so dense polling slowed a 100 ns update
-//! loop down 2x. A non-head polls for `SPIN_NS` (about the cost of sleeping
+//! loop down 2x. A non-head polls for `rf_spin_ns` (about the cost of sleeping
 //! and being woken; never yielding) and then sleeps, so the updater and the
 //! callers that can still join the next update get the CPUs; it wakes once.
-//! The head polls longer (`HEAD_SPIN_NS`, yielding after `SPIN_NS`) because
+//! The head polls longer (`rf_head_spin_ns`, yielding after `rf_spin_ns`) because
 //! the next update waits for it or a newcomer, then sleeps until the
-//! running update completes. Without a clock (`now_ns() == 0`) the budgets
+//! running update completes (all budgets are in `wait::tuning`). Without a clock (`now_ns() == 0`) the budgets
 //! are poll counts.
 //!
 //! **Grace.** When the update before its target completes, the head does
 //! not start its target at once if that update was long (it polled
-//! `GRACE_MIN_POLLS` or more): it polls `HEAD_GRACE_POLLS` more times, so
+//! `rf_grace_min_polls` or more): it polls `rf_head_grace_polls` more times, so
 //! that the callers just served, back for their next value, start the target
 //! themselves and share it with everyone waiting (otherwise each of them
 //! arrives during the head's update and needs the one after). Non-heads that
@@ -150,6 +150,7 @@
 use crate::platform::{DefaultPlatform, Platform};
 use crate::seqlock::{NoUninit, SeqLock};
 use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::wait::TUNING;
 
 /// An update is running; the update lock.
 const BUSY: u32 = 1 << 0;
@@ -166,29 +167,6 @@ const GEN_MASK: u32 = !(ONE_GEN - 1);
 const GATE_PARKED: u32 = 1 << 0;
 /// One completion of a generation of this gate's parity.
 const GATE_ONE: u32 = 1 << 1;
-
-/// Relaxes between two polls of `state` (~10-50 ns each on x86): the first
-/// polls are quick, later ones up to `POLL_RELAXES << 4` apart, since every
-/// poll of a line the updater is about to write costs the updater a miss.
-const POLL_RELAXES: u32 = 4;
-/// How long a non-head polls before sleeping on its gate (and after which
-/// the head yields between polls): about a sleep plus a wake-up.
-const SPIN_NS: u64 = 1_500;
-/// How long the head polls before sleeping on `state`.
-const HEAD_SPIN_NS: u64 = 4_000;
-/// Poll budget of a non-head, with or without a clock (zero under loom, so
-/// the models sleep).
-const SPIN_POLLS: u32 = if cfg!(loom) { 0 } else { 32 };
-/// Polls the head waits, once the update before its target completed, for
-/// a newcomer to start its target (and share it) before starting it itself.
-const HEAD_GRACE_POLLS: u32 = if cfg!(loom) { 1 } else { 32 };
-/// The head grants the grace only if it polled at least this long while the
-/// update before its target ran (~1 µs): sharing a cheaper update costs
-/// more cache-line transfers (the sharer's polls and value read, each one
-/// the updater's miss) than recomputing it.
-const GRACE_MIN_POLLS: u32 = if cfg!(loom) { 0 } else { 16 };
-/// Poll budget of the head.
-const HEAD_SPIN_POLLS: u32 = if cfg!(loom) { 0 } else { 64 };
 
 /// A waiter's polling budget: time where the platform has a clock (read
 /// every 4th poll: clock reads are not free, and on some VMs they serialise
@@ -209,7 +187,7 @@ impl Spin {
     }
 
     /// Within budget (`ns` and `polls`): waits one poll interval (yields
-    /// instead, past `SPIN_NS`, if `yield_late`) and returns true. Past
+    /// instead, past `rf_spin_ns`, if `yield_late`) and returns true. Past
     /// it, returns false.
     fn poll<P: Platform>(&mut self, ns: u64, polls: u32, yield_late: bool) -> bool {
         if self.polls >= polls {
@@ -221,12 +199,12 @@ impl Spin {
             if elapsed >= ns {
                 return false;
             }
-            self.late = elapsed >= SPIN_NS;
+            self.late = elapsed >= TUNING.rf_spin_ns;
         }
         if yield_late && self.late {
             P::yield_now();
         } else {
-            for _ in 0..POLL_RELAXES << (self.polls / 8).min(4) {
+            for _ in 0..TUNING.rf_poll_relaxes << (self.polls / 8).min(4) {
                 P::relax();
             }
         }
@@ -380,9 +358,13 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
                 // callers just served a moment to come back and start it
                 // themselves (then they share it with us).
                 let headed = s & NEXT != 0 && next == target;
-                if headed && head && grace < HEAD_GRACE_POLLS && spin.polls >= GRACE_MIN_POLLS {
+                if headed
+                    && head
+                    && grace < TUNING.rf_head_grace_polls
+                    && spin.polls >= TUNING.rf_grace_min_polls
+                {
                     grace += 1;
-                    for _ in 0..POLL_RELAXES {
+                    for _ in 0..TUNING.rf_poll_relaxes {
                         P::relax();
                     }
                     continue;
@@ -390,7 +372,8 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
                 // Headed and not the head: leave the start to the head while
                 // we may spin (never sleep on an idle state: the head may be
                 // preempted), then start it ourselves.
-                if headed && !head && spin.poll::<P>(SPIN_NS, SPIN_POLLS, false) {
+                if headed && !head && spin.poll::<P>(TUNING.rf_spin_ns, TUNING.rf_spin_polls, false)
+                {
                     continue;
                 }
                 if self.try_start(s) {
@@ -416,7 +399,7 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
             } else if next != target && head {
                 // Head, while the update before ours runs: be ready to
                 // start ours the moment it completes.
-                if spin.poll::<P>(HEAD_SPIN_NS, HEAD_SPIN_POLLS, true) {
+                if spin.poll::<P>(TUNING.rf_head_spin_ns, TUNING.rf_head_spin_polls, true) {
                     continue;
                 }
                 if s & NEXT_PARKED == 0
@@ -440,7 +423,7 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
             }
             // Our target runs now, or its head will start it: wait for its
             // completion on our gate.
-            if spin.poll::<P>(SPIN_NS, SPIN_POLLS, false) {
+            if spin.poll::<P>(TUNING.rf_spin_ns, TUNING.rf_spin_polls, false) {
                 continue;
             }
             if g & GATE_PARKED == 0

@@ -1,61 +1,61 @@
-//! `RawQSpinLock::wait_unlocked`: Xen's `spin_barrier` (seed 003).
+//! `RawQSpinLock::wait_unlocked`: Xen's `spin_barrier`.
 //!
-//! Returns once the lock has been seen free at some moment after the call
-//! began, with Acquire semantics: everything the holder did before that
-//! release happens before our return. If the lock is free on entry, that
-//! takes one load and a fence.
+//! Waits until the holder at the time of the call (if any) has released
+//! the lock, without taking part in the lock's queue unless it must:
 //!
-//! What it can promise is "the holder at the time of the call has released,
-//! and so has every holder before the first moment we saw the lock free".
-//! Between two holders the lock byte is free only for an instant, so under
-//! continuous contention a waiter may miss it and wait for a later holder
-//! too; it never returns *before* the current holder released. The seed's
-//! pmtimer fix needs a stronger promise (wait for the *next* complete update,
-//! never longer), which [`crate::RefreshOnce`] gives with its own generation
-//! word rather than with this barrier.
+//! 1. **Look, with a StoreLoad barrier.** The first look at the lock is a
+//!    read-modify-write that writes the value it reads (`fetch_or(0)`,
+//!    AcqRel), as Xen's `spin_barrier` starts with `smp_mb()`: every later
+//!    acquirer's `cmpxchg` reads from it (or from a later write), so it sees
+//!    the caller's earlier stores, and if the lock was free at that moment
+//!    nothing more is owed. Acquire: if the lock was released, its last
+//!    holder's writes are visible.
+//! 2. **Watch the holder** for `qs_barrier_steps` of backoff: if the lock is
+//!    seen not held, the holder present at step 1 has released (Acquire
+//!    load of its release store).
+//! 3. **Otherwise take the lock and release it.** Under saturation the lock
+//!    is free only for an instant between holders and a watcher may never
+//!    see it free; an acquisition ends in bounded time (batches are bounded
+//!    and the queue is FIFO) and comes after the holder present at step 1.
+//!    This is what Linux did when it removed `spin_unlock_wait()` (2017):
+//!    every caller became `spin_lock(); spin_unlock();`. The cost is that
+//!    the barrier may wait for waiters queued before it too.
 //!
-//! Waiting is [`Backoff`]: spin on loads, yielding the CPU once the budget
-//! is spent so a preempted holder can finish; a holder that keeps the lock
-//! longer than that (it sleeps in its critical section, say) is waited for
-//! asleep, with the lock's own word-waiter protocol (`PARKED`, woken by the
-//! release; see `qspinlock`).
+//! Returns with Acquire semantics: everything the awaited holder did before
+//! releasing happens before the return. A caller that holds the lock itself
+//! deadlocks, as with any lock.
 
 use lock_api::RawMutex;
 
 use crate::platform::Platform;
 use crate::qspinlock::RawQSpinLock;
-use crate::sync::atomic::{Ordering, fence};
-use crate::wait::Backoff;
-
-/// Backoff steps before sleeping (the last few of them yield).
-const SPIN_STEPS: u32 = if cfg!(loom) { 2 } else { 16 };
+use crate::wait::{Backoff, TUNING};
 
 impl<P: Platform> RawQSpinLock<P> {
-    /// Waits until the current holder, if any, has released the lock
-    /// (see the module docs of `spin_barrier` for the exact promise).
-    ///
-    /// Synchronizes with that release: the holder's writes are visible
-    /// afterwards. Does not acquire the lock.
+    /// Waits until the current holder, if any, has released the lock (see
+    /// the module docs of `spin_barrier` for the exact promise). Does not
+    /// acquire the lock unless the holder keeps it (or the lock keeps being
+    /// re-taken) for longer than a short spin; the caller's stores before
+    /// the call are visible to every holder that acquires after it.
     #[inline]
     pub fn wait_unlocked(&self) {
-        if self.is_locked() {
+        if self.barrier_look() {
             self.wait_unlocked_slow();
         }
-        // `is_locked` is a Relaxed load; this fence makes it Acquire. Pairs
-        // with the holder's Release store that freed the lock.
-        fence(Ordering::Acquire);
     }
 
     #[cold]
     fn wait_unlocked_slow(&self) {
         let mut backoff = Backoff::new();
-        while self.is_locked() {
-            if backoff.steps() > SPIN_STEPS {
-                self.sleep_until_unlocked(0);
-            } else {
-                backoff.snooze::<P>();
+        while backoff.steps() < TUNING.qs_barrier_steps {
+            backoff.snooze::<P>();
+            if !self.barrier_held() {
+                return;
             }
         }
+        let guard = self.lock();
+        // SAFETY: `guard` came from `lock()` just above.
+        unsafe { self.unlock(guard) };
     }
 }
 
@@ -65,19 +65,20 @@ mod tests {
     use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
     use std::thread;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     #[test]
     fn free_lock_returns_at_once() {
         let lock = QSpinLock::new(());
         // SAFETY: only `wait_unlocked` is used on the raw lock.
         unsafe { lock.raw() }.wait_unlocked();
+        assert!(!lock.is_locked());
     }
 
-    /// A holder that sleeps in its critical section: the barrier sleeps too
-    /// and is woken by the release.
+    /// A holder that sleeps in its critical section: the barrier waits for
+    /// it (taking the lock after its spin).
     #[test]
-    fn sleeps_through_a_long_hold() {
+    fn waits_through_a_long_hold() {
         if cfg!(miri) {
             return;
         }
@@ -125,5 +126,38 @@ mod tests {
             drop(g);
             waiter.join().unwrap();
         }
+    }
+
+    /// Under saturation (two threads re-taking the lock back to back, so it
+    /// is free only for instants) every barrier still returns promptly.
+    #[test]
+    fn terminates_under_saturation() {
+        if cfg!(miri) {
+            return;
+        }
+        let lock = Arc::new(QSpinLock::new(0u64));
+        let stop = Arc::new(AtomicBool::new(false));
+        let hammers: Vec<_> = (0..2)
+            .map(|_| {
+                let (lock, stop) = (lock.clone(), stop.clone());
+                thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        *lock.lock() += 1;
+                    }
+                })
+            })
+            .collect();
+        thread::sleep(Duration::from_millis(20));
+        let start = Instant::now();
+        for _ in 0..20 {
+            // SAFETY: only `wait_unlocked` is used on the raw lock.
+            unsafe { lock.raw() }.wait_unlocked();
+        }
+        let took = start.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        for h in hammers {
+            h.join().unwrap();
+        }
+        assert!(took < Duration::from_secs(10), "20 barriers took {took:?}");
     }
 }

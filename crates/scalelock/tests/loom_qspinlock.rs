@@ -110,3 +110,37 @@ fn three_threads_queue_hand_off() {
         assert!(!s.lock.is_locked());
     });
 }
+
+/// Xen's `spin_barrier` contract: the caller's store before
+/// `wait_unlocked` is seen by every holder that enters after the barrier
+/// looked at the lock, and the barrier waits for a holder that entered
+/// before (so the caller sees that holder's writes). Either the holder saw
+/// `x`, or the caller saw `y`.
+#[test]
+fn wait_unlocked_orders_the_callers_store() {
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+    model(|| {
+        let lock: Arc<RawQSpinLock> = Arc::new(RawQSpinLock::new());
+        let x = Arc::new(AtomicUsize::new(0));
+        let y = Arc::new(AtomicUsize::new(0));
+        let holder = {
+            let (lock, x, y) = (lock.clone(), x.clone(), y.clone());
+            thread::spawn(move || {
+                let g = lock.lock();
+                let seen = x.load(Ordering::Relaxed);
+                y.store(1, Ordering::Relaxed);
+                // SAFETY: `g` came from `lock()` above.
+                unsafe { lock.unlock(g) };
+                seen
+            })
+        };
+        x.store(1, Ordering::Relaxed);
+        lock.wait_unlocked();
+        let after = y.load(Ordering::Relaxed);
+        let seen = holder.join().unwrap();
+        assert!(
+            seen == 1 || after == 1,
+            "the holder missed the caller's store, and the barrier did not wait for it"
+        );
+    });
+}

@@ -6,11 +6,12 @@
 //! it issues the membarrier. So the answer must never change once any
 //! thread acted on it: the first answer sticks (`UNKNOWN -> DECIDING ->
 //! READY | UNAVAILABLE`, one `cmpxchg` elects the single thread that asks
-//! the kernel), and no thread acts before the answer exists (threads that
-//! lose the election wait for it; a registration takes a few microseconds,
-//! once per process). A racing registration that fails transiently (ENOMEM
-//! in a busy multithreaded process) can therefore not turn `READY` into
-//! `UNAVAILABLE` under the feet of readers already relying on it.
+//! the kernel), and no heavy side acts before the answer exists (heavy
+//! sides that find it undecided wait for it). A light side that finds it
+//! undecided uses the full fence, which pairs with either heavy form, and
+//! moves on. A racing registration that fails transiently (ENOMEM in a busy
+//! multithreaded process) can therefore not turn `READY` into `UNAVAILABLE`
+//! under the feet of readers already relying on it.
 
 use crate::sync::atomic::{AtomicU8, Ordering};
 
@@ -39,8 +40,9 @@ impl FenceMode {
         Self(AtomicU8::new(UNKNOWN))
     }
 
-    /// Whether the asymmetric form is in use, deciding with `register`
-    /// (called by at most one thread, ever) on first use.
+    /// For a heavy side: whether the asymmetric form is in use, deciding
+    /// with `register` (called by at most one thread, ever) on first use,
+    /// and waiting for another thread's decision in progress.
     #[inline]
     pub(crate) fn asymmetric(&self, register: impl FnOnce() -> bool) -> bool {
         // Acquire pairs with the Release store of the decision: the
@@ -48,12 +50,27 @@ impl FenceMode {
         match self.0.load(Ordering::Acquire) {
             READY => true,
             UNAVAILABLE => false,
-            _ => self.decide(register),
+            _ => self.decide(register, true).unwrap_or(false),
         }
     }
 
+    /// For a light side: `Some(true)` if it may use the compiler fence,
+    /// `Some(false)` or `None` (decision in progress in another thread) if
+    /// it must use the full fence.
+    #[inline]
+    pub(crate) fn light_may_skip_fence(&self, register: impl FnOnce() -> bool) -> Option<bool> {
+        // Acquire as in `asymmetric`.
+        match self.0.load(Ordering::Acquire) {
+            READY => Some(true),
+            UNAVAILABLE => Some(false),
+            _ => self.decide(register, false),
+        }
+    }
+
+    /// Decides if nobody has yet; else waits for the decision if `wait`,
+    /// or returns `None`.
     #[cold]
-    fn decide(&self, register: impl FnOnce() -> bool) -> bool {
+    fn decide(&self, register: impl FnOnce() -> bool, wait: bool) -> Option<bool> {
         if self
             .0
             .compare_exchange(UNKNOWN, DECIDING, Ordering::Relaxed, Ordering::Relaxed)
@@ -62,15 +79,16 @@ impl FenceMode {
             let answer = if register() { READY } else { UNAVAILABLE };
             // Release pairs with the Acquire loads of every later user.
             self.0.store(answer, Ordering::Release);
-            return answer == READY;
+            return Some(answer == READY);
         }
         // Another thread is asking the kernel: wait for its answer rather
         // than act on a guess.
         loop {
             // Acquire as in `asymmetric`.
             match self.0.load(Ordering::Acquire) {
-                READY => return true,
-                UNAVAILABLE => return false,
+                READY => return Some(true),
+                UNAVAILABLE => return Some(false),
+                _ if !wait => return None,
                 _ => crate::sync::spin_wait_hint(),
             }
         }
@@ -99,12 +117,25 @@ mod loom_models {
                 .map(|i| {
                     let (mode, calls) = (mode.clone(), calls.clone());
                     thread::spawn(move || {
+                        // Thread 1 asks as a light side first: it may find
+                        // no answer yet, but never one that changes later.
+                        let light = (i == 1)
+                            .then(|| {
+                                mode.light_may_skip_fence(|| {
+                                    calls.fetch_add(1, Ordering::Relaxed);
+                                    false
+                                })
+                            })
+                            .flatten();
                         let first = mode.asymmetric(|| {
                             calls.fetch_add(1, Ordering::Relaxed);
                             i == 0
                         });
                         let again = mode.asymmetric(|| unreachable!("decided already"));
                         assert_eq!(first, again, "the decision changed");
+                        if let Some(light) = light {
+                            assert_eq!(light, first, "the light side acted on another answer");
+                        }
                         first
                     })
                 })

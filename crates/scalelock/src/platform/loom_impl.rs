@@ -25,6 +25,7 @@ loom::lazy_static! {
 
 loom::thread_local! {
     static MINE: core::cell::Cell<u16> = core::cell::Cell::new(0);
+    static LOCAL: super::LocalState = super::LocalState::new();
 }
 
 // SAFETY: `wait` re-checks the word under the mutex that every `wake_*`
@@ -40,6 +41,9 @@ unsafe impl Platform for LoomPlatform {
     fn now_ns() -> u64 {
         0
     }
+    fn sleep_ns(_: u64) {
+        loom::thread::yield_now();
+    }
     fn wait(word: &AtomicU32, expected: u32) {
         let guard = FUTEX.0.lock().unwrap();
         // Checked under the mutex every waker takes: no wake-up is lost
@@ -47,6 +51,13 @@ unsafe impl Platform for LoomPlatform {
         if word.load(Ordering::SeqCst) == expected {
             drop(FUTEX.1.wait(guard).unwrap());
         }
+    }
+    fn wait_timeout(_: &AtomicU32, _: u32, _: u64) {
+        // No time in a model: a timed wait is a (permitted) spurious return.
+        loom::thread::yield_now();
+    }
+    fn with_local<R>(f: impl FnOnce(&super::LocalState) -> R) -> Option<R> {
+        Some(LOCAL.with(f))
     }
     fn wake_one(_: &AtomicU32) {
         let _guard = FUTEX.0.lock().unwrap();

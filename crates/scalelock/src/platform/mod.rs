@@ -62,6 +62,23 @@ pub type DefaultPlatform = SpinPlatform;
 #[cfg(loom)]
 pub type DefaultPlatform = LoomPlatform;
 
+/// Per-context scratch state that the waiting layer keeps; a platform stores
+/// one per waiting context and hands it out with [`Platform::with_local`].
+/// Its contents are private to the crate.
+#[derive(Debug, Default)]
+pub struct LocalState {
+    pub(crate) batch: crate::wait::batch::HolderBatch,
+}
+
+impl LocalState {
+    /// Fresh state.
+    pub const fn new() -> Self {
+        Self {
+            batch: crate::wait::batch::HolderBatch::new(),
+        }
+    }
+}
+
 /// Hooks the lock algorithms need from their environment.
 ///
 /// # Safety
@@ -86,10 +103,32 @@ pub unsafe trait Platform: 'static {
     fn relax();
     /// Gives up the CPU to another runnable thread, if any.
     fn yield_now();
+    /// Gives up the CPU for about `ns` nanoseconds (a timed sleep), for a
+    /// waiter that nobody will wake. Unlike `yield_now`, which may hand the
+    /// CPU to any runnable task (even a low-priority one) for a whole time
+    /// slice, the sleeper is back when its timer fires. The default spins
+    /// for about that long (platforms without a timer).
+    #[inline]
+    fn sleep_ns(ns: u64) {
+        for _ in 0..ns / 32 {
+            Self::relax();
+        }
+    }
     /// A monotonic clock in nanoseconds, or a constant 0 where none exists.
     fn now_ns() -> u64;
     /// Sleeps while `*word == expected` (see the trait's safety contract).
     fn wait(word: &AtomicU32, expected: u32);
+    /// Like `wait`, but returns after about `timeout_ns` at the latest. The
+    /// default polls the word for about that long.
+    #[inline]
+    fn wait_timeout(word: &AtomicU32, expected: u32, timeout_ns: u64) {
+        for _ in 0..timeout_ns / 32 {
+            if word.load(crate::sync::atomic::Ordering::Relaxed) != expected {
+                return;
+            }
+            Self::relax();
+        }
+    }
     /// Wakes at least one thread sleeping in `wait(word, _)`, if any.
     fn wake_one(word: &AtomicU32);
     /// Wakes every thread sleeping in `wait(word, _)`.
@@ -99,20 +138,15 @@ pub unsafe trait Platform: 'static {
     /// The expensive side of an asymmetric fence; used before going to sleep
     /// or by writers that must see every reader.
     fn heavy_fence();
-    /// Counts one contended release of the lock at `lock_addr` by the calling
-    /// context and returns `true` once it has made `limit` of them in a row
-    /// (the count saturates there until `restart_batch`). Locks use it to end
-    /// a holder's batch after a bounded number of acquisitions even when the
-    /// waiter that would end it by time is not running. The default never
-    /// ends a batch (batches are then bounded by time alone).
+    /// Runs `f` on the calling context's [`LocalState`] (std: one per
+    /// thread; a kernel: one per CPU and nesting context, with preemption
+    /// off), or returns `None` where there is none (then batches are ended
+    /// by their waiters alone). The default has none.
     #[inline]
-    fn count_batch(lock_addr: usize, limit: u32) -> bool {
-        let _ = (lock_addr, limit);
-        false
+    fn with_local<R>(f: impl FnOnce(&LocalState) -> R) -> Option<R> {
+        let _ = f;
+        None
     }
-    /// Starts a new `count_batch` count for the calling context.
-    #[inline]
-    fn restart_batch() {}
     /// The queue node of the calling context, or `None` if it has none.
     fn queue_node() -> Option<NodeIndex>;
     /// The node `queue_node` handed out as `index`.

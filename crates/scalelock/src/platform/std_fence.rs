@@ -42,10 +42,11 @@ fn asymmetric() -> bool {
     MODE.asymmetric(register)
 }
 
-/// The fast-path side: a compiler fence when membarrier is registered.
+/// The fast-path side: a compiler fence when membarrier is registered (a
+/// full fence while the first registration is still in progress).
 #[inline]
 pub(super) fn light() {
-    if asymmetric() {
+    if MODE.light_may_skip_fence(register) == Some(true) {
         compiler_fence(Ordering::SeqCst);
     } else {
         fence(Ordering::SeqCst);

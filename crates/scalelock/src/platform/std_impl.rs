@@ -39,6 +39,11 @@ unsafe impl Platform for StdPlatform {
     }
 
     #[inline]
+    fn sleep_ns(ns: u64) {
+        std::thread::sleep(std::time::Duration::from_nanos(ns));
+    }
+
+    #[inline]
     fn now_ns() -> u64 {
         static BASE: OnceLock<Instant> = OnceLock::new();
         let base = BASE.get_or_init(Instant::now);
@@ -59,6 +64,30 @@ unsafe impl Platform for StdPlatform {
             let _ = (word, expected);
             std::thread::yield_now();
         }
+    }
+
+    #[inline]
+    fn wait_timeout(word: &AtomicU32, expected: u32, timeout_ns: u64) {
+        #[cfg(all(target_os = "linux", not(miri)))]
+        {
+            use rustix::thread::futex;
+            let timeout = futex::Timespec {
+                tv_sec: (timeout_ns / 1_000_000_000) as _,
+                tv_nsec: (timeout_ns % 1_000_000_000) as _,
+            };
+            // Timeouts, EAGAIN and EINTR are all returns the caller expects.
+            let _ = futex::wait(word, futex::Flags::PRIVATE, expected, Some(&timeout));
+        }
+        #[cfg(not(all(target_os = "linux", not(miri))))]
+        {
+            let _ = (word, expected, timeout_ns);
+            std::thread::yield_now();
+        }
+    }
+
+    #[inline]
+    fn with_local<R>(f: impl FnOnce(&super::LocalState) -> R) -> Option<R> {
+        LOCAL.try_with(|l| f(l)).ok()
     }
 
     #[inline]
@@ -91,27 +120,6 @@ unsafe impl Platform for StdPlatform {
     #[inline]
     fn heavy_fence() {
         fence::heavy();
-    }
-
-    #[inline]
-    fn count_batch(lock_addr: usize, limit: u32) -> bool {
-        BATCH
-            .try_with(|b| {
-                let (addr, n) = b.get();
-                let n = if addr == lock_addr {
-                    n.saturating_add(1).min(limit)
-                } else {
-                    1
-                };
-                b.set((lock_addr, n));
-                n >= limit
-            })
-            .unwrap_or(false)
-    }
-
-    #[inline]
-    fn restart_batch() {
-        let _ = BATCH.try_with(|b| b.set((0, 0)));
     }
 
     #[inline]
@@ -153,9 +161,8 @@ unsafe impl Platform for StdPlatform {
 }
 
 std::thread_local! {
-    /// `count_batch`'s state: (lock address, contended releases of it in a
-    /// row, saturating at the limit).
-    static BATCH: core::cell::Cell<(usize, u32)> = const { core::cell::Cell::new((0, 0)) };
+    /// The thread's waiting-layer state (`Platform::with_local`).
+    static LOCAL: super::LocalState = const { super::LocalState::new() };
 }
 
 /// Number of possible CPU ids: the kernel's `possible` mask bounds every id

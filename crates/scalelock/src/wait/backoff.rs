@@ -1,0 +1,99 @@
+//! Spinning without hurting the holder.
+//!
+//! - [`Backoff`]: exponential spinning on loads (never on RMWs, to be easy
+//!   on the cache line), capped; after `backoff_sleep_after` steps each step
+//!   also sleeps briefly, so that a preempted thread we wait for (on our
+//!   CPU) can run (after crossbeam's `Backoff`).
+//! - [`QuietPoll`]: how a word waiter waits out a running holder's batch.
+//!   Every poll of the lock word takes the line from the holder (its next
+//!   acquisition misses), so the interval between polls grows, first spun,
+//!   then slept: threads that can do useful work get the CPU.
+//!
+//! Neither ever calls `yield_now`: `sched_yield` may hand the CPU to any
+//! runnable task, a low-priority one included, for a whole time slice
+//! (milliseconds), during which the waiter cannot take the lock it waits
+//! for. A timed sleep returns when its timer fires.
+
+use super::TUNING;
+use crate::platform::Platform;
+
+/// Exponential backoff for spin loops.
+#[derive(Debug, Default)]
+pub(crate) struct Backoff {
+    step: u32,
+}
+
+impl Backoff {
+    #[inline]
+    pub(crate) const fn new() -> Self {
+        Self { step: 0 }
+    }
+
+    /// Waits a little longer than last time.
+    #[inline]
+    pub(crate) fn snooze<P: Platform>(&mut self) {
+        let limit = TUNING.backoff_spin_limit;
+        for _ in 0..(1u32 << self.step.min(limit)) {
+            P::relax();
+        }
+        if self.step > TUNING.backoff_sleep_after {
+            P::sleep_ns(TUNING.backoff_sleep_ns);
+        }
+        self.step = self.step.saturating_add(1);
+    }
+
+    /// Number of steps taken so far.
+    #[inline]
+    pub(crate) fn steps(&self) -> u32 {
+        self.step
+    }
+}
+
+/// The growing poll interval of a waiter that waits out a batch.
+#[derive(Debug)]
+pub(crate) struct QuietPoll {
+    relaxes: u32,
+    sleep_ns: u64,
+    polls: u32,
+}
+
+impl QuietPoll {
+    #[inline]
+    pub(crate) const fn new() -> Self {
+        Self {
+            relaxes: TUNING.quiet_min_relaxes,
+            sleep_ns: TUNING.quiet_sleep_ns,
+            polls: 0,
+        }
+    }
+
+    /// Intervals waited so far.
+    #[inline]
+    pub(crate) fn polls(&self) -> u32 {
+        self.polls
+    }
+
+    /// Waits one interval and makes the next one longer: spun intervals
+    /// double up to `quiet_max_relaxes`, then each is a timed sleep
+    /// (doubling up to `quiet_max_sleep_ns`).
+    #[inline]
+    pub(crate) fn wait<P: Platform>(&mut self) {
+        self.wait_with::<P>(P::sleep_ns);
+    }
+
+    /// Like [`wait`](Self::wait), sleeping with `sleep(ns)` (a timed wait
+    /// that the awaited event may cut short).
+    #[inline]
+    pub(crate) fn wait_with<P: Platform>(&mut self, sleep: impl FnOnce(u64)) {
+        self.polls = self.polls.saturating_add(1);
+        if self.relaxes > TUNING.quiet_max_relaxes {
+            sleep(self.sleep_ns);
+            self.sleep_ns = (self.sleep_ns * 2).min(TUNING.quiet_max_sleep_ns);
+            return;
+        }
+        for _ in 0..self.relaxes {
+            P::relax();
+        }
+        self.relaxes *= 2;
+    }
+}

@@ -1,0 +1,222 @@
+//! Every waiting tunable of the crate, in one table.
+//!
+//! Native values were chosen by side-by-side measurement on a 2-vCPU VM
+//! (`cargo bench -p scalelock --bench qspinlock`, `qrwlock`,
+//! `percpu_rwlock`, `refresh`; 1 to 16 threads, with and without work
+//! between critical sections); the benchmarks print what they give on your
+//! machine. Relax counts assume `pause` takes tens of cycles (x86).
+//!
+//! Under loom every wait is a scheduling point and every bound multiplies
+//! the state space, so the loom column keeps each budget at its smallest
+//! value that still reaches every branch (the sleeping paths above all).
+
+/// The waiting tunables; see [`TUNING`].
+pub(crate) struct Tuning {
+    // --- Backoff (all spinning waits) ---
+    /// `Backoff` spins at most 2^this relaxes per step.
+    pub backoff_spin_limit: u32,
+    /// After this many steps each `Backoff` step also sleeps
+    /// `backoff_sleep_ns` (the waited-for thread may need our CPU; a timed
+    /// sleep, not a yield, which can hand the CPU to any task for a slice).
+    pub backoff_sleep_after: u32,
+    /// See `backoff_sleep_after`.
+    pub backoff_sleep_ns: u64,
+
+    // --- Bounded batches (qspinlock and qrwlock word waiters) ---
+    /// How long the word waiter lets the running threads keep a queued
+    /// lock before claiming it: long enough that a hand-off (a wake-up, a
+    /// cache-line transfer, often a context switch) is amortised over many
+    /// acquisitions when threads outnumber CPUs; short enough that a queue
+    /// of 16 waiters is served within a few tens of milliseconds.
+    pub batch_ns: u64,
+    /// The same bound in polls, for platforms without a clock.
+    pub batch_polls: u32,
+    /// A holder reads the clock on one contended release in this many.
+    pub holder_clock_every: u32,
+    /// A holder's batch also ends after this many contended releases
+    /// (platforms without a clock).
+    pub holder_batch_max_ops: u32,
+    /// A word waiter that has not been handed the lock after this long
+    /// claims it itself (see `wait::batch`).
+    pub claim_ns: u64,
+    /// First quiet-poll interval of a word waiter, in relaxes; the interval
+    /// doubles up to `quiet_max_relaxes`, after which each interval is a
+    /// timed sleep of `quiet_sleep_ns`.
+    pub quiet_min_relaxes: u32,
+    /// Longest spun quiet-poll interval (each poll of the lock word costs
+    /// the running holder a cache miss).
+    pub quiet_max_relaxes: u32,
+    /// First quiet-poll interval once spinning is done: a timed sleep (the
+    /// lock's reserving release wakes the sleeper), so the CPU goes to
+    /// threads with work to do; it doubles up to `quiet_max_sleep_ns`.
+    pub quiet_sleep_ns: u64,
+    /// Longest timed quiet-poll sleep.
+    pub quiet_max_sleep_ns: u64,
+    /// Relaxes between two polls of a word waiter that has claimed the lock
+    /// (the holder's next release is its own).
+    pub claimed_poll_relaxes: u32,
+    /// A waiter takes a lock it sees free during a batch only if it is still
+    /// free this many relaxes later: a running holder re-takes it sooner,
+    /// and taking it then would end the batch early.
+    pub settle_relaxes: u32,
+    /// How long a word waiter that has claimed the lock keeps spinning while
+    /// the holder does not release (the holder is preempted, or sleeps in
+    /// its critical section) before it sleeps until a release and leaves the
+    /// lock to running threads meanwhile (Linux pv's hybrid queued/unfair
+    /// mode).
+    pub park_ns: u64,
+    /// The same bound in polls.
+    pub park_polls: u32,
+
+    // --- qspinlock ---
+    /// Polls of a contender's optimistic spin before it queues.
+    pub qs_pre_queue_polls: u32,
+    /// Quiet polls in which a new word waiter still takes a lock that stays
+    /// free (after that, only a lock reserved for it or, once it claimed the
+    /// lock, any free lock).
+    pub qs_pending_free_polls: u32,
+    /// A lock reserved for the word waiter that it does not take within
+    /// this long (it is not running) may be taken by a spinning contender;
+    /// the contender's release reserves it again.
+    pub qs_steal_ns: u64,
+    /// The same bound in polls.
+    pub qs_steal_polls: u32,
+    /// Relaxes a queued waiter spins on its own node before sleeping on it.
+    pub qs_node_spins: u32,
+    /// `Backoff` steps a queue head without a predecessor polls for the word
+    /// waiter to leave before sleeping until it does.
+    pub qs_head_steps: u32,
+    /// `Backoff` steps a waiter without a queue node polls before sleeping
+    /// until a release.
+    pub qs_unqueued_steps: u32,
+    /// `Backoff` steps `wait_unlocked` watches the holder before it takes
+    /// the lock itself (which bounds its wait under saturation).
+    pub qs_barrier_steps: u32,
+
+    // --- qrwlock ---
+    /// `Backoff` steps the word waiter spins before sleeping on the count
+    /// word (at most `backoff_sleep_after + 1`: it has a precise wake-up,
+    /// so it never needs `Backoff`'s timed sleeps).
+    pub qrw_spin_steps: u32,
+    /// `Backoff` steps (never yielding) a contended acquirer spins on loads
+    /// of the count word before queueing.
+    pub qrw_optimistic_steps: u32,
+
+    // --- percpu_rwlock ---
+    /// `Backoff` steps a writer spins on a reader's slot before parking.
+    pub pc_writer_steps: u32,
+    /// A slow reader reads the clock (is the bias inhibition over?) on one
+    /// slow read in this many of its thread.
+    pub pc_clock_every: u32,
+
+    // --- refresh ---
+    /// Relaxes between two polls of a `RefreshOnce` state (doubling up to
+    /// 16x).
+    pub rf_poll_relaxes: u32,
+    /// How long a non-head polls before sleeping on its gate.
+    pub rf_spin_ns: u64,
+    /// How long the head polls before sleeping on the state.
+    pub rf_head_spin_ns: u64,
+    /// Poll budget of a non-head.
+    pub rf_spin_polls: u32,
+    /// Polls the head grants the callers just served to start its target.
+    pub rf_head_grace_polls: u32,
+    /// The head grants that grace only after polling this long.
+    pub rf_grace_min_polls: u32,
+    /// Poll budget of the head.
+    pub rf_head_spin_polls: u32,
+}
+
+/// Native values.
+const NATIVE: Tuning = Tuning {
+    backoff_spin_limit: 6,
+    backoff_sleep_after: 10,
+    backoff_sleep_ns: 20_000,
+
+    batch_ns: 500_000,
+    batch_polls: 1 << 12,
+    holder_clock_every: 64,
+    holder_batch_max_ops: 1 << 20,
+    claim_ns: 2_000_000,
+    quiet_min_relaxes: 64,
+    quiet_max_relaxes: 1024,
+    quiet_sleep_ns: 100_000,
+    quiet_max_sleep_ns: 1_000_000,
+    claimed_poll_relaxes: 64,
+    settle_relaxes: 64,
+    park_ns: 100_000,
+    park_polls: 1 << 12,
+
+    qs_pre_queue_polls: 3,
+    qs_pending_free_polls: 2,
+    qs_steal_ns: 20_000,
+    qs_steal_polls: 1 << 10,
+    qs_node_spins: 256,
+    qs_head_steps: 11,
+    qs_unqueued_steps: 11,
+    qs_barrier_steps: 11,
+
+    qrw_spin_steps: 11,
+    qrw_optimistic_steps: 4,
+
+    pc_writer_steps: 11,
+    pc_clock_every: 16,
+
+    rf_poll_relaxes: 4,
+    rf_spin_ns: 1_500,
+    rf_head_spin_ns: 4_000,
+    rf_spin_polls: 32,
+    rf_head_grace_polls: 32,
+    rf_grace_min_polls: 16,
+    rf_head_spin_polls: 64,
+};
+
+/// Loom values: the smallest budgets that still reach every branch.
+const LOOM: Tuning = Tuning {
+    backoff_spin_limit: 0,
+    backoff_sleep_after: 1,
+    backoff_sleep_ns: 0,
+
+    batch_ns: 500_000,
+    batch_polls: 3,
+    // Every contended release ends a batch: the models cover reservation.
+    holder_clock_every: 1,
+    holder_batch_max_ops: 1,
+    claim_ns: 1_000_000,
+    quiet_min_relaxes: 1,
+    quiet_max_relaxes: 1,
+    quiet_sleep_ns: 0,
+    quiet_max_sleep_ns: 0,
+    claimed_poll_relaxes: 1,
+    settle_relaxes: 1,
+    park_ns: 100_000,
+    park_polls: 2,
+
+    qs_pre_queue_polls: 1,
+    qs_pending_free_polls: 1,
+    qs_steal_ns: 20_000,
+    qs_steal_polls: 2,
+    qs_node_spins: 1,
+    qs_head_steps: 2,
+    qs_unqueued_steps: 2,
+    qs_barrier_steps: 1,
+
+    qrw_spin_steps: 2,
+    qrw_optimistic_steps: 1,
+
+    // No spinning: the models reach the parking path.
+    pc_writer_steps: 0,
+    pc_clock_every: 1,
+
+    rf_poll_relaxes: 4,
+    rf_spin_ns: 1_500,
+    rf_head_spin_ns: 4_000,
+    // Zero: the models sleep.
+    rf_spin_polls: 0,
+    rf_head_grace_polls: 1,
+    rf_grace_min_polls: 0,
+    rf_head_spin_polls: 0,
+};
+
+/// The table in force: [`NATIVE`] normally, [`LOOM`] under `cfg(loom)`.
+pub(crate) const TUNING: Tuning = if cfg!(loom) { LOOM } else { NATIVE };
