@@ -16,7 +16,7 @@
 
 use core::num::NonZeroU16;
 
-use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// The node's owner is queued behind another waiter.
 pub(crate) const NODE_WAITING: u32 = 0;
@@ -55,6 +55,10 @@ pub struct QNode {
     pub(crate) state: AtomicU32,
     /// Raw `NodeIndex` of the successor, 0 until the successor links itself.
     pub(crate) next: AtomicU32,
+    /// When the predecessor made this node head (its clock), so that the
+    /// owner's wait is timed from then, not from when it woke up. Written by
+    /// the predecessor before its `state` Release.
+    pub(crate) since: AtomicU64,
 }
 
 impl QNode {
@@ -64,6 +68,7 @@ impl QNode {
         Self {
             state: AtomicU32::new(NODE_WAITING),
             next: AtomicU32::new(0),
+            since: AtomicU64::new(0),
         }
     }
 
@@ -73,6 +78,7 @@ impl QNode {
         Self {
             state: AtomicU32::new(NODE_WAITING),
             next: AtomicU32::new(0),
+            since: AtomicU64::new(0),
         }
     }
 

@@ -7,11 +7,12 @@
 //! # The lock word
 //!
 //! ```text
-//!  byte 0            byte 1                       bytes 2..3
-//! +-----------------+----------------------------+----------------+
-//! | locked: FREE /  | flags: HEAD_PARKED|HANDOFF |  tail (node     |
-//! | LOCKED/RESERVED |        |PENDING            |  index, 0: none)|
-//! +-----------------+----------------------------+----------------+
+//!  byte 0              byte 1                         bytes 2..3
+//! +-------------------+------------------------------+-----------------+
+//! | locked: FREE /    | flags: KEPT|HEAD_PARKED|     | tail (node      |
+//! | LOCKED / RESERVED |        HANDOFF|PENDING       | index, 0: none) |
+//! | / OWNED           |                              |                 |
+//! +-------------------+------------------------------+-----------------+
 //! ```
 //! Three separate atomics (`AtomicU8`, `AtomicU8`, `AtomicU16`), never
 //! accessed with a wider atomic, so the Rust memory model (and Miri, and
@@ -20,23 +21,29 @@
 //!
 //! | field | meaning | written by |
 //! | --- | --- | --- |
-//! | `locked` = `FREE` | free; anyone may take it (`cmpxchg FREE -> LOCKED`) | the releaser |
+//! | `locked` = `FREE` | free; anyone may take it (`cmpxchg FREE -> LOCKED`) | a releaser |
 //! | `locked` = `LOCKED` | held | the acquirer's `cmpxchg` |
-//! | `locked` = `RESERVED` | free, but only the word waiter may take it (`cmpxchg RESERVED -> LOCKED`) | a releaser that saw `HANDOFF`, or `unlock_fair` with a word waiter |
-//! | `PENDING` | one thread, the *word waiter*, polls the lock word; it is first in line | set by a contender that found neither word waiter nor queue, or by the queue head; cleared by its owner in the RMW after it acquires |
-//! | `HANDOFF` | the word waiter's batch is over: releases store `RESERVED` | the word waiter; cleared by it when it acquires, or before it sleeps |
-//! | `HEAD_PARKED` | a queue head with no predecessor sleeps until `PENDING` clears | that head; cleared by the word waiter's acquiring RMW, which then wakes it |
+//! | `locked` = `RESERVED` | free, only the word waiter may take it | a releaser that saw `HANDOFF`, or `unlock_fair` with a word waiter |
+//! | `locked` = `OWNED` | free, kept for the thread that was just handed the lock (it knows from a thread-local record); the word waiter takes it once it claims | that thread's first releases after the hand-off |
+//! | `PENDING` | one thread, the *word waiter*, is first in line | a contender that found neither word waiter nor queue, or a queue head without predecessor; cleared by its owner in the RMW after it acquires, or handed on to its queue successor in that RMW |
+//! | `HANDOFF` | the word waiter claims the lock: releases store `RESERVED` | the word waiter (or a contender that took a reserved lock whose word waiter did not come); cleared when the word waiter acquires |
+//! | `HEAD_PARKED` | a queue head without predecessor sleeps until `PENDING` clears | that head; cleared by the word waiter's acquiring RMW, which then wakes it |
+//! | `KEPT` | some holder keeps the lock `OWNED` between its releases: releases must check their thread-local record | the word waiter's acquiring RMW; cleared by a release whose record is over |
 //! | `tail` | index of the last MCS queue node | `swap` by each newcomer; `cmpxchg -> 0` by the last node leaving |
 //!
 //! # Invariants
 //! 1. `PENDING` is cleared only by its owner, in the RMW that follows its
-//!    acquisition: while the lock is held, a set `PENDING` stays set.
-//! 2. `HANDOFF` is only set while `PENDING` is (by the word waiter), so a
-//!    releaser that sees `HANDOFF` reserves the lock for a thread that
-//!    exists and will take it; `RESERVED` likewise only while `PENDING` is
-//!    set (`unlock_fair` checks `PENDING` while it still holds the lock,
-//!    invariant 1). Nothing is ever reserved for nobody.
-//! 3. A newcomer becomes the word waiter only if there is no queue, and
+//!    acquisition (or handed on there): while the lock is held, a set
+//!    `PENDING` stays set, and a word waiter exists.
+//! 2. `HANDOFF` and `RESERVED` only exist while `PENDING` is set (they are
+//!    set by the word waiter, by a holder that saw `PENDING`, or by a
+//!    contender that took a reserved lock, all while `PENDING` stays set by
+//!    invariant 1), so the lock is never reserved for nobody.
+//! 3. `OWNED` is taken back by its thread, or by the word waiter once it
+//!    claimed the lock (its wait is bounded by `batch_ns`), so a holder
+//!    that stops using the lock while keeping it delays others by at most
+//!    a batch.
+//! 4. A newcomer becomes the word waiter only if there is no queue, and
 //!    queues otherwise: it never passes a queued waiter that way.
 //!
 //! # Who waits where (count the cache lines)
@@ -45,48 +52,58 @@
 //!   a static parking bucket that nobody writes unless somebody sleeps.
 //!   After the store, `unlock` touches no memory of the lock: the next owner
 //!   may free it at once (as with std's futex mutex).
-//! - **Optimistic spin**: a contender first polls the word for a moment and
-//!   takes the lock if it finds it free *and still free* `settle_relaxes`
-//!   later (a running holder re-takes it sooner; this replaces a holder
-//!   that went off to do other work by a running thread instead of a
-//!   queued one that first has to be woken).
-//! - **Word waiter** (`PENDING`): polls the word, quietly (growing
-//!   intervals, yielding between polls), while the holder runs its batch.
+//! - **Optimistic spin**: a contender polls the word for a moment and takes
+//!   a free lock while nobody is first in line (no `PENDING`): critical
+//!   sections between stretches of other work are over before queueing
+//!   would be.
+//! - **Word waiter** (`PENDING`): lets the running holder keep the lock for
+//!   a batch (`batch_ns`), two short spins and then a timed sleep on the
+//!   lock's parking bucket, touching the lock's line twice in all. Then it
+//!   claims the lock (`HANDOFF`) and watches closely: the holder's next
+//!   release reserves it. It never takes a lock it merely sees free before
+//!   its claim: a lock seen free is most often a running holder between
+//!   two acquisitions (free a third of the time in a tight loop), and
+//!   looking again cannot tell, because our loads take the holder's line
+//!   and hold it up, free.
 //! - **Queue**: further contenders queue MCS-style: `tail.swap(me)`, link
 //!   into the predecessor's node, spin briefly on *their own* node's line,
-//!   then sleep on it. Only the predecessor writes that line, to make it
-//!   the queue head, and it does so when it *acquires* the lock as word
-//!   waiter: the new head then has a whole batch to wake up before the lock
-//!   is next handed on, so the wake-up latency is off the lock's path.
-//! - **Head**: takes `PENDING` (it is free: its predecessor just cleared
-//!   it), leaves the queue (passes the tail on or remembers its successor)
-//!   and becomes the word waiter. A head that found no predecessor (the
-//!   queue formed behind a word waiter that never queued) polls `flags`
-//!   until `PENDING` clears and then sleeps with `HEAD_PARKED` until the
-//!   word waiter's acquiring RMW wakes it.
+//!   then sleep on it. Only the predecessor writes that line: when it
+//!   *acquires* the lock as word waiter it makes its successor the head and
+//!   the word waiter (handing it `PENDING`, and the time, so that the
+//!   successor's batch wait runs from then): the successor has a whole batch
+//!   to wake up, so the wake-up latency is off the lock's path, and there is
+//!   no moment without a word waiter in which newcomers could pass the
+//!   queue.
+//! - **Head without predecessor** (the queue formed behind a word waiter
+//!   that never queued): polls `flags` until `PENDING` clears, then sleeps
+//!   with `HEAD_PARKED` until the word waiter's acquiring RMW wakes it.
 //!
 //! # Fair and fast: batches (see `wait::batch`)
-//! The word waiter lets the running holder re-take the lock through the
-//! fast path for a batch (`batch_ns`), then sets `HANDOFF`: the holder's
-//! next release stores `RESERVED` and the word waiter takes it; the old
-//! holder's next `lock` finds the lock taken and queues behind everyone.
-//! Bypass is bounded: newcomers pass the word waiter only during its batch,
-//! and never pass a queued waiter to become the word waiter (invariant 3).
+//! The running holder re-takes the lock through the fast path for a batch;
+//! then the word waiter gets it through `RESERVED`, and the old holder's
+//! next `lock` finds it taken and queues behind everyone. The old holder is
+//! still running, though, and a lock it sees free between the new holder's
+//! acquisitions would be its for the taking: so the new holder *keeps* the
+//! lock (`OWNED`) on its first `handover_protect_releases` releases, which
+//! only it can take back (its own `lock` fails the fast path once and takes
+//! `OWNED` in the slow path). Bypass is bounded: newcomers pass the word
+//! waiter only through the fast path, during a batch, and never pass a
+//! queued waiter to become the word waiter (invariant 4).
 //!
 //! # Preemption (the paravirt part)
 //! - Queued waiters sleep on their own nodes: a preempted queued waiter
 //!   delays nobody until it becomes head, and by then it has a batch to
 //!   get going.
 //! - A word waiter that is not running when its batch ends does not reserve
-//!   the lock: it ends the batch when it runs again, and the running
-//!   threads use the lock meanwhile. If it stops running after reserving,
-//!   a spinning contender takes the reserved lock after `qs_steal_ns`; its
-//!   release reserves it again.
+//!   the lock: it claims it only when it runs again, and the running threads
+//!   use the lock meanwhile. If it stops running after claiming, a spinning
+//!   contender takes the reserved lock after `qs_steal_ns` and reserves it
+//!   again on release.
 //! - A word waiter that has claimed the lock but still sees it held after
-//!   `park_ns` (the holder is preempted, or sleeps in its critical section)
-//!   drops `HANDOFF` and sleeps until a release: while it sleeps the lock is
-//!   unfair, so running threads use it rather than everyone stalling behind
-//!   a sleeping waiter (Linux pv's hybrid mode). Woken, it claims again.
+//!   `park_ns` (the holder is preempted, maybe by the waiter itself on the
+//!   holder's CPU, or sleeps in its critical section) sleeps until a
+//!   release instead of spinning.
+//! - No waiter ever calls `sched_yield` (see `wait::backoff`).
 //!
 //! # Sleeping until a release without an atomic unlock
 //! Releases are plain stores, which return nothing, so a sleeper cannot
@@ -108,12 +125,14 @@
 //! - `HEAD_PARKED` is set by a Release RMW and seen by the word waiter's
 //!   Acquire RMW, so the head's parking ticket precedes the wake.
 //!
-//! # Nodes
+//! # Nodes and per-thread state
 //! Queue nodes come from the platform (`Platform::queue_node`): one per
 //! thread on std. A thread without a node (table exhausted, or locking from
 //! a thread-local destructor) never queues: it polls, keeps trying to
 //! become the word waiter (possible whenever there is no queue), and sleeps
-//! until a release in between. Correct, not FIFO.
+//! until a release in between. Correct, not FIFO. A platform without
+//! per-thread state (`Platform::with_local`) gets no hand-off protection:
+//! correct, with more bypass after hand-offs.
 //!
 //! # What is not supported
 //! Locking from a signal handler that interrupted a thread inside this
@@ -136,6 +155,9 @@ const FREE: u8 = 0;
 const LOCKED: u8 = 1;
 /// `locked`: free, reserved for the word waiter.
 const RESERVED: u8 = 2;
+/// `locked`: free, kept for the thread that was just handed the lock (its
+/// record is thread-local, `wait::batch::HandedOver`).
+const OWNED: u8 = 3;
 
 /// A word waiter exists (the pending bit).
 const PENDING: u8 = 1 << 0;
@@ -143,6 +165,9 @@ const PENDING: u8 = 1 << 0;
 const HANDOFF: u8 = 1 << 1;
 /// A queue head without predecessor sleeps until `PENDING` clears.
 const HEAD_PARKED: u8 = 1 << 2;
+/// The holder that was just handed the lock keeps it (`OWNED`) on its
+/// next releases; a hint that lets other releases skip the per-thread check.
+const KEPT: u8 = 1 << 3;
 
 /// A 4-byte queued spinlock; see the module documentation.
 ///
@@ -204,39 +229,30 @@ impl<P: Platform> RawQSpinLock<P> {
         self.take(FREE)
     }
 
-    /// Whether a lock seen free stays free for `settle_relaxes`, looking
-    /// every `settle_relaxes / SETTLE_LOOKS` relaxes: a running holder
-    /// between two acquisitions leaves it free for a few cycles at a time
-    /// (free about a third of the time in a tight loop, so a single second
-    /// look would be fooled one time in three); taking it then would end the
-    /// holder's batch early and move the line on every acquisition.
-    #[inline]
-    fn settled(&self) -> bool {
-        const SETTLE_LOOKS: u32 = 8;
-        for _ in 0..SETTLE_LOOKS {
-            for _ in 0..TUNING.settle_relaxes / SETTLE_LOOKS {
-                P::relax();
-            }
-            if self.locked.load(Ordering::Relaxed) != FREE {
-                return false;
-            }
-        }
-        true
-    }
-
     #[cold]
     fn lock_slow(&self) {
+        if self.take_kept() {
+            return;
+        }
         if self.spin_before_queueing() {
             return;
         }
         if self.try_become_pending() {
-            self.wait_as_pending(None);
+            self.wait_as_pending(None, None);
             return;
         }
         match P::queue_node() {
             Some(index) => self.lock_queued(index),
             None => self.lock_unqueued(),
         }
+    }
+
+    /// Takes the lock back if it is kept for us after a hand-off.
+    #[inline]
+    fn take_kept(&self) -> bool {
+        self.locked.load(Ordering::Relaxed) == OWNED
+            && batch::kept_for_me::<P>(self.addr())
+            && self.take(OWNED)
     }
 
     /// The optimistic spin: takes a lock that is free and stays free, or a
@@ -309,49 +325,50 @@ impl<P: Platform> RawQSpinLock<P> {
     /// The word waiter's loop: owns `PENDING`; returns holding the lock,
     /// with `PENDING`, `HANDOFF` and `HEAD_PARKED` cleared and `successor`
     /// (the next queued node, if we came through the queue) made head.
-    fn wait_as_pending(&self, successor: Option<NodeIndex>) {
-        let mut claim = BatchClock::start::<P>();
+    fn wait_as_pending(&self, successor: Option<NodeIndex>, since: Option<u64>) {
+        let mut batch = match since {
+            Some(t) => BatchClock::since(t),
+            None => BatchClock::start::<P>(),
+        };
         let mut quiet = QuietPoll::new();
         // Once we set HANDOFF: the clock of our wait for the holder.
         let mut claimed: Option<BatchClock> = None;
         loop {
             // Our ticket, before we look: a reserving release after this
-            // ends our quiet sleep below.
+            // (a fair unlock) ends our quiet sleep below.
             let ticket = parking::prepare(self.addr());
             let taken = match self.locked.load(Ordering::Relaxed) {
                 RESERVED => self.take(RESERVED),
-                // A free lock only in our first few polls, and only if it
-                // stays free (its users have gone: critical sections
-                // between stretches of other work), or once we claimed it;
-                // otherwise the holder wakes us when its batch is over.
-                FREE => {
-                    (claimed.is_some()
-                        || (quiet.polls() < TUNING.qs_pending_free_polls && self.settled()))
-                        && self.try_lock_fast()
-                }
+                // A free lock only once we claimed it: before that the
+                // running threads have their batch. (A lock seen free is
+                // often a running holder between two acquisitions, and
+                // looking again cannot tell: our loads take the holder's
+                // cache line and hold it up, free.)
+                FREE => claimed.is_some() && self.try_lock_fast(),
+                // Kept for a holder that was just handed the lock: once our
+                // batch wait is over, ours (its holder may have gone).
+                OWNED => claimed.is_some() && self.take(OWNED),
                 _ => false,
             };
             if taken {
                 break;
             }
             match &mut claimed {
-                None if claim.elapsed::<P>(TUNING.claim_ns, TUNING.batch_polls) => {
-                    // The holder did not end its batch (it alternates
-                    // between locks, or the platform keeps no per-thread
-                    // state): claim the next release. Relaxed: a request;
-                    // the lock passes by the release store and our cmpxchg.
-                    self.flags.fetch_or(HANDOFF, Ordering::Relaxed);
-                    claimed = Some(BatchClock::start::<P>());
-                }
-                // The holder runs its batch: wait quietly, off its line,
-                // until it says its batch is over (it wakes us); then claim.
-                None => {
-                    quiet.wait_with::<P>(|ns| parking::park_timeout::<P>(ticket, ns));
-                    if ticket.woken() {
+                None => match batch.remaining_ns::<P>(TUNING.batch_ns, TUNING.batch_polls) {
+                    // The batch is over: claim the next release. Relaxed: a
+                    // request; the lock passes by the release store and our
+                    // Acquire cmpxchg.
+                    None => {
                         self.flags.fetch_or(HANDOFF, Ordering::Relaxed);
                         claimed = Some(BatchClock::start::<P>());
                     }
-                }
+                    // The holder runs its batch: wait quietly, off its line
+                    // (a couple of short spins, then a sleep for the rest of
+                    // the batch).
+                    Some(rest) => quiet.wait_with::<P>(|ns| {
+                        parking::park_timeout::<P>(ticket, ns.min(rest));
+                    }),
+                },
                 Some(clock) => {
                     if !clock.elapsed::<P>(TUNING.park_ns, TUNING.park_polls) {
                         // Claimed: the holder's next release is ours; watch
@@ -362,7 +379,8 @@ impl<P: Platform> RawQSpinLock<P> {
                         continue;
                     }
                     // The holder keeps the lock although we claimed it: it
-                    // is preempted or sleeps. Sleep until a release.
+                    // is preempted (maybe by us, on its CPU) or sleeps.
+                    // Sleep until a release.
                     parking::sleep_until_released::<P>(self.addr(), || {
                         self.locked.load(Ordering::Relaxed) == LOCKED
                     });
@@ -370,8 +388,9 @@ impl<P: Platform> RawQSpinLock<P> {
                 }
             }
         }
-        // Our own batch starts now.
-        batch::holder_batch_restart::<P>();
+        // Keep the lock from the thread we took it from (still running) for
+        // our first releases: it must queue rather than take it back.
+        batch::handed_over::<P>(self.addr());
         // Invariant 1: only we clear PENDING, and only now. With a queued
         // successor we do not clear it but hand it on: the successor owns
         // it from here, so there is no moment without a word waiter in
@@ -381,15 +400,19 @@ impl<P: Platform> RawQSpinLock<P> {
         let keep = if successor.is_some() { PENDING } else { 0 };
         let old = self
             .flags
-            .fetch_and(!(PENDING | HANDOFF | HEAD_PARKED) | keep, Ordering::Acquire);
+            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |f| {
+                Some((f & !(PENDING | HANDOFF | HEAD_PARKED)) | keep | KEPT)
+            })
+            .unwrap_or_else(|f| f);
         if old & HEAD_PARKED != 0 {
             parking::unpark_all::<P>(self.addr());
         }
         if let Some(next) = successor {
             // Our successor is queue head and word waiter now: it has our
-            // whole batch to wake up. Release pairs with its Acquire load in
-            // `wait_for_head`.
+            // whole batch to wake up, timed from now. Release pairs with its
+            // Acquire load in `wait_for_head`.
             let node = P::node(next);
+            node.since.store(P::now_ns(), Ordering::Relaxed);
             if node.state.swap(NODE_HEAD, Ordering::Release) == NODE_PARKED {
                 P::wake_one(&node.state);
             }
@@ -403,6 +426,7 @@ impl<P: Platform> RawQSpinLock<P> {
         // AcqRel: Release publishes the reset above to our successor, Acquire
         // makes the predecessor's node (named by the old tail) valid to us.
         let prev = self.tail.swap(index.get(), Ordering::AcqRel);
+        let mut since = None;
         if let Some(prev) = NodeIndex::new(prev) {
             // Release pairs with the predecessor's Acquire load of `next`.
             P::node(prev)
@@ -411,6 +435,7 @@ impl<P: Platform> RawQSpinLock<P> {
             // Our predecessor makes us head when it acquires the lock, and
             // hands us PENDING with it.
             Self::wait_for_head(node);
+            since = Some(node.since.load(Ordering::Relaxed));
         } else {
             // No predecessor: the word waiter (if any) never queued; take
             // PENDING when it is done.
@@ -428,7 +453,7 @@ impl<P: Platform> RawQSpinLock<P> {
         } else {
             Some(Self::wait_for_successor(node))
         };
-        self.wait_as_pending(successor);
+        self.wait_as_pending(successor, since);
     }
 
     /// Spins on our own node until the predecessor makes us head; sleeps on
@@ -525,7 +550,7 @@ impl<P: Platform> RawQSpinLock<P> {
                 return;
             }
             if self.try_become_pending() {
-                self.wait_as_pending(None);
+                self.wait_as_pending(None, None);
                 return;
             }
             let mut backoff = Backoff::new();
@@ -549,7 +574,7 @@ impl<P: Platform> RawQSpinLock<P> {
         // We hold the lock, so a PENDING seen here stays set until its
         // owner takes the lock (invariant 1).
         let flags = self.flags.load(Ordering::Relaxed);
-        if flags & PENDING != 0 {
+        if flags & (PENDING | KEPT) != 0 {
             self.release_contended(flags, fair);
             return;
         }
@@ -561,28 +586,33 @@ impl<P: Platform> RawQSpinLock<P> {
     }
 
     /// A release while a word waiter exists: reserve the lock for it if it
-    /// claimed the lock (`HANDOFF`) or this is a fair unlock; if our own
-    /// batch is over (`wait::batch`), wake it, so that it claims the lock
-    /// while we go on (its wake-up overlaps our work instead of leaving the
-    /// lock idle).
-    #[inline(never)]
+    /// claimed the lock (`HANDOFF`) or this is a fair unlock, and wake it;
+    /// else release as usual, waking it if it sleeps until a release.
+    #[inline]
     fn release_contended(&self, flags: u8, fair: bool) {
-        if fair || flags & HANDOFF != 0 {
+        if flags & PENDING != 0 && (fair || flags & HANDOFF != 0) {
             // Release pairs with the word waiter's Acquire cmpxchg.
             self.locked.store(RESERVED, Ordering::Release);
             // Pairs with the heavy fence of `parking::sleep_until_released`.
             P::light_fence();
-            parking::wake_all_after_release::<P>(self.addr());
-            return;
-        }
-        let batch_over = batch::holder_batch_over::<P>(self.addr());
-        // As in `release`.
-        self.locked.store(FREE, Ordering::Release);
-        P::light_fence();
-        if batch_over {
-            // The word waiter sleeps quietly on its ticket: wake it.
+            // The word waiter may sleep on its ticket alone (quietly).
             parking::wake_all_after_release::<P>(self.addr());
         } else {
+            // Just handed the lock? Keep it for ourselves (only our next
+            // `lock` takes OWNED back); else free it.
+            let next = if flags & KEPT == 0 {
+                FREE
+            } else if batch::keep_for_me::<P>(self.addr()) {
+                OWNED
+            } else {
+                // Our protection is over (or KEPT is another holder's that
+                // lost the lock): drop the hint while we hold the lock.
+                self.flags.fetch_and(!KEPT, Ordering::Relaxed);
+                FREE
+            };
+            // As in `release`.
+            self.locked.store(next, Ordering::Release);
+            P::light_fence();
             parking::wake_after_release::<P>(self.addr());
         }
     }
@@ -631,12 +661,14 @@ impl<P: Platform> core::fmt::Debug for RawQSpinLock<P> {
                     FREE => "free",
                     LOCKED => "locked",
                     RESERVED => "reserved",
+                    OWNED => "kept",
                     _ => "?",
                 },
             )
             .field("pending", &(flags & PENDING != 0))
             .field("handoff", &(flags & HANDOFF != 0))
             .field("head_parked", &(flags & HEAD_PARKED != 0))
+            .field("kept", &(flags & KEPT != 0))
             .field("tail", &tail)
             .finish()
     }
@@ -673,7 +705,7 @@ unsafe impl<P: Platform> RawMutex for RawQSpinLock<P> {
     /// the word waiter, the thread first in line (see the module docs).
     #[inline]
     fn try_lock(&self) -> Option<GuardSend> {
-        self.try_lock_fast().then(GuardSend::new)
+        (self.try_lock_fast() || self.take_kept()).then(GuardSend::new)
     }
 
     #[inline]

@@ -67,14 +67,14 @@ pub type DefaultPlatform = LoomPlatform;
 /// Its contents are private to the crate.
 #[derive(Debug, Default)]
 pub struct LocalState {
-    pub(crate) batch: crate::wait::batch::HolderBatch,
+    pub(crate) handover: crate::wait::batch::HandedOver,
 }
 
 impl LocalState {
     /// Fresh state.
     pub const fn new() -> Self {
         Self {
-            batch: crate::wait::batch::HolderBatch::new(),
+            handover: crate::wait::batch::HandedOver::new(),
         }
     }
 }

@@ -54,7 +54,6 @@ impl Backoff {
 pub(crate) struct QuietPoll {
     relaxes: u32,
     sleep_ns: u64,
-    polls: u32,
 }
 
 impl QuietPoll {
@@ -63,14 +62,7 @@ impl QuietPoll {
         Self {
             relaxes: TUNING.quiet_min_relaxes,
             sleep_ns: TUNING.quiet_sleep_ns,
-            polls: 0,
         }
-    }
-
-    /// Intervals waited so far.
-    #[inline]
-    pub(crate) fn polls(&self) -> u32 {
-        self.polls
     }
 
     /// Waits one interval and makes the next one longer: spun intervals
@@ -85,7 +77,6 @@ impl QuietPoll {
     /// that the awaited event may cut short).
     #[inline]
     pub(crate) fn wait_with<P: Platform>(&mut self, sleep: impl FnOnce(u64)) {
-        self.polls = self.polls.saturating_add(1);
         if self.relaxes > TUNING.quiet_max_relaxes {
             sleep(self.sleep_ns);
             self.sleep_ns = (self.sleep_ns * 2).min(TUNING.quiet_max_sleep_ns);

@@ -84,15 +84,6 @@ pub(crate) fn prepare(addr: usize) -> Ticket {
     Ticket { bucket, seq }
 }
 
-impl Ticket {
-    /// Whether the bucket was woken since the ticket was taken (by this
-    /// lock's waker, or by another lock of the bucket).
-    #[inline]
-    pub(crate) fn woken(&self) -> bool {
-        self.bucket.seq.load(Ordering::Relaxed) != self.seq
-    }
-}
-
 /// Step 2: sleeps until a wake of the bucket after the ticket (or
 /// spuriously).
 #[inline]

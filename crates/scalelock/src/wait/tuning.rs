@@ -31,14 +31,10 @@ pub(crate) struct Tuning {
     pub batch_ns: u64,
     /// The same bound in polls, for platforms without a clock.
     pub batch_polls: u32,
-    /// A holder reads the clock on one contended release in this many.
-    pub holder_clock_every: u32,
-    /// A holder's batch also ends after this many contended releases
-    /// (platforms without a clock).
-    pub holder_batch_max_ops: u32,
-    /// A word waiter that has not been handed the lock after this long
-    /// claims it itself (see `wait::batch`).
-    pub claim_ns: u64,
+    /// Releases after a hand-off during which the new holder keeps the lock
+    /// for itself, so that the thread that handed it over queues instead
+    /// of taking it back through the fast path.
+    pub handover_protect_releases: u32,
     /// First quiet-poll interval of a word waiter, in relaxes; the interval
     /// doubles up to `quiet_max_relaxes`, after which each interval is a
     /// timed sleep of `quiet_sleep_ns`.
@@ -71,10 +67,6 @@ pub(crate) struct Tuning {
     // --- qspinlock ---
     /// Polls of a contender's optimistic spin before it queues.
     pub qs_pre_queue_polls: u32,
-    /// Quiet polls in which a new word waiter still takes a lock that stays
-    /// free (after that, only a lock reserved for it or, once it claimed the
-    /// lock, any free lock).
-    pub qs_pending_free_polls: u32,
     /// A lock reserved for the word waiter that it does not take within
     /// this long (it is not running) may be taken by a spinning contender;
     /// the contender's release reserves it again.
@@ -133,22 +125,19 @@ const NATIVE: Tuning = Tuning {
     backoff_sleep_after: 10,
     backoff_sleep_ns: 20_000,
 
-    batch_ns: 500_000,
+    batch_ns: 1_000_000,
     batch_polls: 1 << 12,
-    holder_clock_every: 64,
-    holder_batch_max_ops: 1 << 20,
-    claim_ns: 2_000_000,
+    handover_protect_releases: 2048,
     quiet_min_relaxes: 64,
-    quiet_max_relaxes: 1024,
-    quiet_sleep_ns: 100_000,
-    quiet_max_sleep_ns: 1_000_000,
+    quiet_max_relaxes: 128,
+    quiet_sleep_ns: 1_000_000,
+    quiet_max_sleep_ns: 4_000_000,
     claimed_poll_relaxes: 64,
     settle_relaxes: 64,
-    park_ns: 100_000,
+    park_ns: 5_000,
     park_polls: 1 << 12,
 
-    qs_pre_queue_polls: 3,
-    qs_pending_free_polls: 2,
+    qs_pre_queue_polls: 8,
     qs_steal_ns: 20_000,
     qs_steal_polls: 1 << 10,
     qs_node_spins: 256,
@@ -177,12 +166,9 @@ const LOOM: Tuning = Tuning {
     backoff_sleep_after: 1,
     backoff_sleep_ns: 0,
 
-    batch_ns: 500_000,
+    batch_ns: 1_000_000,
     batch_polls: 3,
-    // Every contended release ends a batch: the models cover reservation.
-    holder_clock_every: 1,
-    holder_batch_max_ops: 1,
-    claim_ns: 1_000_000,
+    handover_protect_releases: 2,
     quiet_min_relaxes: 1,
     quiet_max_relaxes: 1,
     quiet_sleep_ns: 0,
@@ -193,7 +179,6 @@ const LOOM: Tuning = Tuning {
     park_polls: 2,
 
     qs_pre_queue_polls: 1,
-    qs_pending_free_polls: 1,
     qs_steal_ns: 20_000,
     qs_steal_polls: 2,
     qs_node_spins: 1,
