@@ -67,8 +67,9 @@ pub struct BenchArgs {
     /// What the threads do.
     #[arg(long, value_enum, default_value_t = WorkloadArg::Lock)]
     pub workload: WorkloadArg,
-    /// kv: how the non-lookup share splits into inserts, updates and
-    /// removes (bustle's read_heavy: 94% lookups, 2/3/1% of the rest).
+    /// kv: weights that split the non-lookup share into inserts, updates
+    /// and removes (2:3:1 with 94% lookups is bustle's read_heavy: 2%
+    /// inserts, 3% updates, 1% removes).
     #[arg(long = "kv-writes", value_name = "I:U:R", default_value_t = KvMix::READ_HEAVY, value_parser = KvMix::parse)]
     pub kv_writes: KvMix,
     /// Seconds per run.
@@ -124,11 +125,11 @@ pub struct TortureArgs {
     #[arg(long = "long-hold-ms", default_value_t = 100, value_name = "MS")]
     pub long_hold_ms: u64,
     /// Run and pause all threads in turns of MS milliseconds, so they
-    /// sleep and wake together.
+    /// sleep and wake together (`--stutter` alone: 50).
     #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "50")]
     pub stutter: Option<u64>,
-    /// Every MS milliseconds, pin each thread to another CPU (one CPU left
-    /// idle in turn).
+    /// Every MS milliseconds, pin each thread to another CPU, one CPU left
+    /// idle in turn (`--shuffle` alone: 10).
     #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "10")]
     pub shuffle: Option<u64>,
     /// Extra locks of the same type taken, a random subset in a fixed

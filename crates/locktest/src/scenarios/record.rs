@@ -245,8 +245,11 @@ impl Report {
         Panel {
             stem: format!("scenario-{}", self.scenario),
             title: format!(
-                "scenario {} (runtime = {}s, median of {} rounds)",
-                self.scenario, self.runtime, self.rounds
+                "scenario {} (runtime = {}s, median of {} round{})",
+                self.scenario,
+                self.runtime,
+                self.rounds,
+                if self.rounds == 1 { "" } else { "s" }
             ),
             threads,
             series,
