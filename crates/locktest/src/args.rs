@@ -136,6 +136,10 @@ pub struct TortureArgs {
     /// order, around each operation (at most 8).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub nested: usize,
+    /// A run (not paused) in which no thread completes an operation for
+    /// this long is a stall: the lock's state is printed and it fails.
+    #[arg(long = "stall-s", default_value_t = 10.0, value_name = "S")]
+    pub stall_s: f64,
     /// Seconds between the Writes/Reads statistics lines.
     #[arg(long = "stat-interval", default_value_t = 1.0, value_name = "S")]
     pub stat_interval: f64,

@@ -1,8 +1,9 @@
 //! One benchmark run: N threads hammer one lock for a fixed time, with one
 //! of two workloads.
 //!
-//! - `lock` (the seed's workload): pick read or write with the thread's own
-//!   PRNG against `r%` (mutexes always write), take the lock, do `load`
+//! - `lock` (Linux locktest's workload, as in the powerpc qspinlock
+//!   thread): pick read or write with the thread's own PRNG against `r%`
+//!   (mutexes always write), take the lock, do `load`
 //!   units of dependent arithmetic on the protected data (writes mutate it,
 //!   reads only read it), release, count one operation.
 //! - `kv`: a key-value mix over a `HashMap<u64, u64>` behind the lock
@@ -69,7 +70,7 @@ impl BenchData {
 /// What the threads do in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Workload {
-    /// The seed's workload: `load` units of work under the lock.
+    /// Linux locktest's workload: `load` units of work under the lock.
     Lock,
     /// Key-value operations on a `HashMap` behind the lock.
     Kv(KvMix),

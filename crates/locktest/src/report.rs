@@ -26,7 +26,7 @@ pub struct RunRecord {
     pub lock: String,
     /// `"mutex"` or `"rwlock"`.
     pub kind: String,
-    /// `"lock"` (the seed's workload) or `"kv"`.
+    /// `"lock"` (Linux locktest's workload) or `"kv"`.
     #[serde(default = "lock_workload")]
     pub workload: String,
     /// Share of read operations: `null` for mutexes under the `lock`

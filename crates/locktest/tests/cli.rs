@@ -292,6 +292,7 @@ fn bad_arguments_exit_2_with_one_line() {
         &["torture", "--stutter", "0"],
         &["torture", "--shuffle", "x"],
         &["torture", "--stat-interval", "0"],
+        &["torture", "--stall-s", "nan"],
     ];
     for args in cases {
         let out = locktest()

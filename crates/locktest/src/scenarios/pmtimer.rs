@@ -7,7 +7,7 @@
 //!   unlock. Every call recomputes, one at a time.
 //! - after: [`scalelock::RefreshOnce`]. One caller recomputes; everyone who
 //!   arrived before that recomputation started shares its result, and nobody
-//!   gets a value from before its arrival (the seed's rejected patches either
+//!   gets a value from before its arrival (the thread's rejected patches either
 //!   returned stale values or waited for an unbounded number of updates).
 //!
 //! Checked on every call: the value's counter reading is not older than the

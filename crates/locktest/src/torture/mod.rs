@@ -89,6 +89,7 @@ fn params(a: &TortureArgs) -> Result<Params, Usage> {
         shuffle_ms: a.shuffle,
         nested: a.nested,
         stat_interval: args::check_seconds("--stat-interval", a.stat_interval)?,
+        stall_s: args::check_seconds("--stall-s", a.stall_s)?,
     })
 }
 
@@ -153,6 +154,7 @@ mod tests {
             shuffle_ms: Some(5),
             nested: 2,
             stat_interval: 0.1,
+            stall_s: 10.0,
         }
     }
 
@@ -162,6 +164,56 @@ mod tests {
         let r = run::run::<Busted<TortureData>>(BUSTED, &quick(3, 3)).unwrap();
         assert!(!r.passed(), "{r:?}");
         assert!(r.writes.fail + r.reads.fail > 0 || !r.failures.is_empty());
+    }
+
+    /// A mutex whose first write section sleeps for 3 s: a stall the
+    /// watch must report, after which the run still ends.
+    struct Sleepy<T>(parking_lot::Mutex<T>, std::sync::atomic::AtomicBool);
+
+    impl<T: Send> crate::lockable::Lockable<T> for Sleepy<T> {
+        const KIND: crate::lockable::Kind = crate::lockable::Kind::Mutex;
+        const CAPS: crate::lockable::Caps = crate::lockable::Caps::NONE;
+        fn new(v: T) -> Self {
+            Sleepy(parking_lot::Mutex::new(v), Default::default())
+        }
+        fn with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+            let mut g = self.0.lock();
+            if !self.1.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_secs(3));
+            }
+            f(&mut g)
+        }
+        fn with_read<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+            f(&self.0.lock())
+        }
+        fn try_with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> Option<R> {
+            self.0.try_lock().map(|mut g| f(&mut g))
+        }
+        fn try_with_read<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+            self.0.try_lock().map(|g| f(&g))
+        }
+        fn state(&self) -> String {
+            format!("sleepy, is_locked = {}", self.0.is_locked())
+        }
+    }
+
+    #[test]
+    fn a_stall_is_reported_and_fails() {
+        let p = Params {
+            duration: 5.0,
+            long_hold_ms: 0,
+            stutter_ms: None,
+            shuffle_ms: None,
+            nested: 0,
+            stall_s: 1.0,
+            ..quick(2, 2)
+        };
+        let started = std::time::Instant::now();
+        let r = run::run::<Sleepy<TortureData>>("sleepy", &p).unwrap();
+        assert!(!r.passed());
+        assert!(r.failures[0].starts_with("stall"), "{:?}", r.failures);
+        // Stopped at the stall, not at the end of the duration.
+        assert!(started.elapsed() < std::time::Duration::from_millis(4_500));
     }
 
     #[test]

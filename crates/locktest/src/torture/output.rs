@@ -38,6 +38,8 @@ pub struct Params {
     pub nested: usize,
     /// Seconds between statistics lines.
     pub stat_interval: f64,
+    /// Seconds without progress that make a stall.
+    pub stall_s: f64,
 }
 
 impl Params {
@@ -176,6 +178,7 @@ mod tests {
             shuffle_ms: None,
             nested: 0,
             stat_interval: 1.0,
+            stall_s: 10.0,
         };
         assert_eq!(
             p.line("qspinlock"),

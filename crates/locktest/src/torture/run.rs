@@ -3,9 +3,9 @@
 //! stutters and shuffles them, and watches for a stall.
 //!
 //! A stall is a stretch of the run (not paused) in which no thread
-//! completed an operation for 10 s (or 4 long holds, if longer): the lock's
-//! state (its raw `Debug` where it has one, and who is inside) is printed
-//! and the run ends as a FAILURE. A lock that then does not let its threads out is caught by the
+//! completed an operation for `--stall-s` (10 s; at least 4 long holds):
+//! the lock's state (its raw `Debug` where it has one, and who is inside)
+//! is printed and the run ends as a FAILURE. A lock that then does not let its threads out is caught by the
 //! harness's watchdog, which prints the state again and ends the process.
 
 use std::collections::BTreeMap;
@@ -225,7 +225,8 @@ impl<'a, L: Lockable<TortureData>> Watch<'a, L> {
             shuffle_error: None,
             progress: 0,
             last_change: Duration::ZERO,
-            stall: Duration::from_secs(10).max(Duration::from_millis(4 * p.long_hold_ms)),
+            stall: Duration::from_secs_f64(p.stall_s)
+                .max(Duration::from_millis(4 * p.long_hold_ms)),
             stalled: false,
         }
     }
@@ -341,7 +342,7 @@ impl<L: Lockable<TortureData>> Monitor for Watch<'_, L> {
     fn tick(&mut self, now: Duration) -> Tick {
         if now >= self.next_stat {
             emit(&self.stat_lines());
-            self.next_stat += Duration::from_secs_f64(self.p.stat_interval);
+            self.next_stat = now + Duration::from_secs_f64(self.p.stat_interval);
         }
         if let (Some(next), Some(ms)) = (self.next_stutter, self.p.stutter_ms)
             && now >= next
