@@ -1,25 +1,31 @@
-//! One benchmark run: N threads hammer one lock for a fixed time.
+//! One benchmark run: N threads hammer one lock for a fixed time, with one
+//! of two workloads.
 //!
-//! Every thread waits at a start gate so all start together, then loops until
-//! the stop flag is set: pick read or write with its own PRNG against `r%`
-//! (mutexes always write), take the lock, do `load` units of dependent
-//! arithmetic on the protected data (writes mutate it, reads only read it),
-//! release, count one operation. Counts stay in a register during the run
-//! and land in a cache-padded slot per thread at the end, so counting never
-//! writes a line another thread touches.
+//! - `lock` (Linux locktest's workload, as in the powerpc qspinlock
+//!   thread): pick read or write with the thread's own PRNG against `r%`
+//!   (mutexes always write), take the lock, do `load`
+//!   units of dependent arithmetic on the protected data (writes mutate it,
+//!   reads only read it), release, count one operation.
+//! - `kv`: a key-value mix over a `HashMap<u64, u64>` behind the lock
+//!   ([`crate::kv`]).
+//!
+//! Counts stay in a register during the run and come back through the
+//! harness's join, so counting never writes a line another thread touches.
 
 use std::hint::black_box;
-use std::sync::PoisonError;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crossbeam_utils::CachePadded;
+use crate::harness::{self, Quiet, Spec};
+use crate::kv::{self, KvMix};
+use crate::lockable::{Kind, Lockable};
+use crate::locks::{self, Family, Visit};
+use crate::pct::Pct;
+use crate::rng::Rng;
+use crate::stats::Stats;
 
-use crate::locks::{Kind, Lockable};
-
-/// The data every bench lock protects: a small state a writer advances and a
-/// reader folds, so the critical section touches the lock's neighbour line
-/// the way real protected data does.
+/// The data every `lock`-workload run protects: a small state a writer
+/// advances and a reader folds, so the critical section touches the lock's
+/// neighbour line the way real protected data does.
 #[derive(Debug)]
 pub struct BenchData {
     a: u64,
@@ -61,142 +67,102 @@ impl BenchData {
     }
 }
 
+/// What the threads do in a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// Linux locktest's workload: `load` units of work under the lock.
+    Lock,
+    /// Key-value operations on a `HashMap` behind the lock.
+    Kv(KvMix),
+}
+
+impl Workload {
+    /// `lock` or `kv`, as in JSON and file names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Lock => "lock",
+            Workload::Kv(_) => "kv",
+        }
+    }
+}
+
 /// What one run measures.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
-    /// The lock's name, for messages.
+    /// The lock's registry name.
     pub lock: &'static str,
     /// Number of worker threads.
     pub threads: usize,
-    /// Percentage of operations that take the read lock (rwlocks only).
-    pub read_pct: Option<u8>,
-    /// Units of work inside each critical section.
+    /// Share of operations that read (`lock`: rwlocks only; `kv`: lookups).
+    pub read_pct: Option<Pct>,
+    /// Units of work inside each critical section (`lock` workload).
     pub load: u32,
     /// How long the threads run.
     pub runtime: Duration,
+    /// What they do.
+    pub workload: Workload,
 }
 
 /// What one run measured.
 #[derive(Clone, Debug)]
-pub struct Sample {
-    /// Operations completed by each thread.
-    pub counts: Vec<u64>,
-    /// Wall time from the start barrier to the stop flag.
-    pub elapsed: Duration,
+pub struct Measured {
+    /// Operations per thread and what follows.
+    pub stats: Stats,
+    /// `kv`: the share of lookups that found their key.
+    pub hit_rate: Option<f64>,
 }
 
-/// A tiny xorshift64* generator: per thread, no shared state.
-struct Rng(u64);
+/// Runs the registry lock `cfg.lock` once under `cfg`.
+pub fn run(cfg: &RunConfig) -> Result<Measured, String> {
+    locks::visit(cfg.lock, Run(cfg)).ok_or_else(|| format!("unknown lock '{}'", cfg.lock))?
+}
 
-impl Rng {
-    fn new(seed: u64) -> Self {
-        // Never zero: xorshift is stuck at zero.
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
+/// The visit that monomorphizes the loop for one lock.
+struct Run<'a>(&'a RunConfig);
 
-    #[inline]
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// A number in `0..100`.
-    #[inline]
-    fn percent(&mut self) -> u8 {
-        ((self.next() >> 32) % 100) as u8
+impl Visit for Run<'_> {
+    type Out = Result<Measured, String>;
+    fn visit<F: Family>(self) -> Self::Out {
+        match self.0.workload {
+            Workload::Lock => run_lock::<F::Of<BenchData>>(self.0),
+            Workload::Kv(mix) => {
+                let read = self.0.read_pct.unwrap_or(KvMix::DEFAULT_READ);
+                let spec = Spec::new(self.0.lock, self.0.threads, self.0.runtime);
+                let (stats, hits) = kv::run::<F::Of<kv::Map>>(&spec, read, mix)?;
+                Ok(Measured {
+                    stats,
+                    hit_rate: Some(hits),
+                })
+            }
+        }
     }
 }
 
-/// Runs lock type `L` once under `cfg`.
-pub fn run<L: Lockable<BenchData>>(cfg: &RunConfig) -> Result<Sample, String> {
+/// The `lock` workload with lock type `L`.
+fn run_lock<L: Lockable<BenchData>>(cfg: &RunConfig) -> Result<Measured, String> {
     let lock = L::new(BenchData::new());
-    let stop = AtomicBool::new(false);
-    // The start gate: main holds it exclusively until every thread is
-    // waiting for a shared hold, then opens it so they all start together.
-    // (A `Barrier` cannot be released if spawning a thread fails midway.)
-    let gate = std::sync::RwLock::new(());
-    let ready = AtomicUsize::new(0);
-    let finished = AtomicUsize::new(0);
-    let counts: Vec<CachePadded<AtomicU64>> = (0..cfg.threads)
-        .map(|_| CachePadded::new(AtomicU64::new(0)))
-        .collect();
     // Mutexes ignore r%: every operation is a write.
-    let read_pct = match L::KIND {
+    let read_ppm = match L::KIND {
         Kind::Mutex => 0,
-        Kind::RwLock => cfg.read_pct.unwrap_or(0),
+        Kind::RwLock => cfg.read_pct.map_or(0, Pct::ppm),
     };
     let load = cfg.load;
-
-    let elapsed = std::thread::scope(|s| -> Result<Duration, String> {
-        let closed = gate.write().unwrap_or_else(PoisonError::into_inner);
-        for (i, slot) in counts.iter().enumerate() {
-            let (lock, stop, gate, ready, finished) = (&lock, &stop, &gate, &ready, &finished);
-            let spawned = std::thread::Builder::new()
-                .name(format!("locktest-{i}"))
-                .spawn_scoped(s, move || {
-                    let mut rng = Rng::new(i as u64 + 1);
-                    let mut ops = 0u64;
-                    // Relaxed: a head count only; the gate orders the start.
-                    ready.fetch_add(1, Ordering::Relaxed);
-                    drop(gate.read().unwrap_or_else(PoisonError::into_inner));
-                    // Relaxed: the flag only says "stop soon"; the counts are
-                    // published by the scope's join, not by this flag.
-                    while !stop.load(Ordering::Relaxed) {
-                        if read_pct > 0 && rng.percent() < read_pct {
-                            lock.with_read(|d| d.read(load));
-                        } else {
-                            lock.with_write(|d| d.write(load));
-                        }
-                        ops += 1;
-                    }
-                    // Relaxed: read after the scope joins this thread.
-                    slot.store(ops, Ordering::Relaxed);
-                    // Relaxed: a head count for the watchdog only.
-                    finished.fetch_add(1, Ordering::Relaxed);
-                });
-            if let Err(e) = spawned {
-                // Let the threads already spawned through into a run that
-                // stops at once; the scope joins them.
-                stop.store(true, Ordering::Relaxed);
-                drop(closed);
-                return Err(format!("cannot spawn thread {i} of {}: {e}", cfg.threads));
+    let spec = Spec::new(cfg.lock, cfg.threads, cfg.runtime);
+    let run = harness::run(&spec, &mut Quiet(|| lock.state()), |w| {
+        let mut rng = Rng::new(w.index as u64);
+        let mut ops = 0u64;
+        while !w.stopped() {
+            if read_ppm > 0 && rng.chance(read_ppm) {
+                lock.with_read(|d| d.read(load));
+            } else {
+                lock.with_write(|d| d.write(load));
             }
+            ops += 1;
         }
-        while ready.load(Ordering::Relaxed) < cfg.threads {
-            std::thread::sleep(Duration::from_micros(100));
-        }
-        let start = Instant::now();
-        drop(closed);
-        std::thread::sleep(cfg.runtime);
-        stop.store(true, Ordering::Relaxed);
-        let elapsed = start.elapsed();
-        // Watchdog: a lock that deadlocks or loses a wake-up would otherwise
-        // hang the sweep in the scope's join. Its threads cannot be
-        // unwound, so report and end the process.
-        let grace = Duration::from_secs(30).max(cfg.runtime * 20);
-        while finished.load(Ordering::Relaxed) < cfg.threads {
-            if start.elapsed() > elapsed + grace {
-                eprintln!(
-                    "locktest: {}: {} of {} threads still inside the lock {:.0}s after \
-                     stop: deadlock or lost wake-up",
-                    cfg.lock,
-                    cfg.threads - finished.load(Ordering::Relaxed),
-                    cfg.threads,
-                    grace.as_secs_f64()
-                );
-                std::process::exit(1);
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        Ok(elapsed)
+        (ops, ())
     })?;
-
-    Ok(Sample {
-        counts: counts.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
-        elapsed,
+    Ok(Measured {
+        stats: run.stats(),
+        hit_rate: None,
     })
 }

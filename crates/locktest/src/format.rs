@@ -6,9 +6,13 @@
 //! Threads = 160, Total Rate = 1,441,759 op/s; Percpu Rate = 9,011 op/s
 //! ```
 //!
-//! Reader-writer locks add `r% = 50%, ` before `load`. Rates are always op/s.
+//! Reader-writer locks add `r% = 50%, ` before `load` (fractions print as
+//! given: `r% = 99.9%`). The key-value workload names itself and its mix
+//! instead of a load: `[runtime = 0.5s, workload = kv, r% = 94%, mix =
+//! 94/2/3/1]`. Rates are always op/s.
 
-use crate::locks::Kind;
+use crate::lockable::Kind;
+use crate::pct::Pct;
 
 /// `1234567` -> `"1,234,567"`.
 pub fn thousands(n: u64) -> String {
@@ -29,7 +33,7 @@ pub fn runtime(secs: f64) -> String {
 }
 
 /// `Running locktest with NAME [runtime = 1s, (r% = 50%, )load = 1]`.
-pub fn header(lock: &str, kind: Kind, runtime_s: f64, read_pct: Option<u8>, load: u32) -> String {
+pub fn header(lock: &str, kind: Kind, runtime_s: f64, read_pct: Option<Pct>, load: u32) -> String {
     let rt = runtime(runtime_s);
     match (kind, read_pct) {
         (Kind::RwLock, Some(r)) => {
@@ -37,6 +41,15 @@ pub fn header(lock: &str, kind: Kind, runtime_s: f64, read_pct: Option<u8>, load
         }
         _ => format!("Running locktest with {lock} [runtime = {rt}, load = {load}]"),
     }
+}
+
+/// `Running locktest with NAME [runtime = 1s, workload = kv, r% = 94%, mix
+/// = 94/2/3/1]`: the key-value workload, whose mix applies to both kinds.
+pub fn kv_header(lock: &str, runtime_s: f64, read_pct: Pct, mix: &str) -> String {
+    format!(
+        "Running locktest with {lock} [runtime = {}, workload = kv, r% = {read_pct}%, mix = {mix}]",
+        runtime(runtime_s)
+    )
 }
 
 /// `Threads = N, Min/Mean/Max = a/b/c`.
@@ -75,7 +88,7 @@ mod tests {
     #[test]
     fn seed_lines() {
         assert_eq!(
-            header("rwlock", Kind::RwLock, 10.0, Some(50), 1),
+            header("rwlock", Kind::RwLock, 10.0, Some(Pct::whole(50)), 1),
             "Running locktest with rwlock [runtime = 10s, r% = 50%, load = 1]"
         );
         assert_eq!(
@@ -83,8 +96,16 @@ mod tests {
             "Running locktest with spinlock [runtime = 10s, load = 1]"
         );
         assert_eq!(
-            header("qspinlock", Kind::Mutex, 0.5, Some(50), 1),
+            header("qspinlock", Kind::Mutex, 0.5, Some(Pct::whole(50)), 1),
             "Running locktest with qspinlock [runtime = 0.5s, load = 1]"
+        );
+        assert_eq!(
+            header("qrwlock", Kind::RwLock, 0.5, Pct::parse("99.9").ok(), 1),
+            "Running locktest with qrwlock [runtime = 0.5s, r% = 99.9%, load = 1]"
+        );
+        assert_eq!(
+            kv_header("qrwlock", 0.5, Pct::whole(94), "94/2/3/1"),
+            "Running locktest with qrwlock [runtime = 0.5s, workload = kv, r% = 94%, mix = 94/2/3/1]"
         );
         assert_eq!(
             min_mean_max(160, 47879, 53807, 63689),

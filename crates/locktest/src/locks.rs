@@ -1,235 +1,106 @@
-//! The lock registry: every lock locktest can measure or torture, by name.
+//! The lock registry: every lock locktest can measure or torture, by name,
+//! written once.
 //!
-//! A lock takes part through [`Lockable`], a two-method view ("run this
-//! closure under the write lock", "run this closure under the read lock")
-//! that the bench and torture loops are generic over, so every lock's loop is
-//! monomorphized: no dynamic dispatch on the measured path. Adding a lock is
-//! one line in [`REGISTRY`] (plus a `Lockable` impl if its type is not a
-//! `lock_api` lock).
+//! Each entry is a name, a line for `locktest list`, and a lock *family*: a
+//! type constructor ([`Family::Of<T>`] is the lock protecting a `T`). A
+//! loop that wants to run "the lock called `name`" hands a [`Visit`] to
+//! [`visit`]; the registry calls it back with the family's type, so the
+//! bench, the scenarios and the torture get one monomorphized loop per lock
+//! without the registry knowing any of them.
+//!
+//! Adding a lock: one line in [`registry!`] below, and a `Lockable` line in
+//! `lockable.rs` if its type is new.
 
-use crate::bench::{self, BenchData};
-use crate::torture::{self, TortureData};
+use crate::lockable::{Caps, Kind, Lockable};
 
-/// Whether a lock only has exclusive access or also shared (read) access.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Kind {
-    /// Exclusive only; `--read-pct` does not apply.
-    Mutex,
-    /// Shared readers and exclusive writers.
-    RwLock,
+/// A lock type constructor: `Of<T>` is the lock protecting a `T`.
+pub trait Family: 'static {
+    /// The lock protecting a `T`.
+    type Of<T: Send + Sync + 'static>: Lockable<T>;
 }
 
-impl Kind {
-    /// The word used in `list`, JSON and the summary.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Mutex => "mutex",
-            Kind::RwLock => "rwlock",
-        }
-    }
+/// A loop to run with one registered lock family.
+pub trait Visit {
+    /// What the loop returns.
+    type Out;
+    /// Runs the loop with lock family `F`.
+    fn visit<F: Family>(self) -> Self::Out;
 }
 
-/// A lock protecting a `T`, seen the way the bench and torture loops use it.
-pub trait Lockable<T>: Send + Sync + Sized {
-    /// Mutex or reader-writer lock.
-    const KIND: Kind;
-    /// A new unlocked lock holding `value`.
-    fn new(value: T) -> Self;
-    /// Runs `f` with exclusive access.
-    fn with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> R;
-    /// Runs `f` with shared access (exclusive for a mutex).
-    fn with_read<R>(&self, f: impl FnOnce(&T) -> R) -> R;
-}
-
-/// Every `lock_api` mutex: scalelock's, parking_lot's.
-impl<R: lock_api::RawMutex + Send + Sync, T: Send> Lockable<T> for lock_api::Mutex<R, T> {
-    const KIND: Kind = Kind::Mutex;
-    fn new(value: T) -> Self {
-        lock_api::Mutex::new(value)
-    }
-    #[inline]
-    fn with_write<U>(&self, f: impl FnOnce(&mut T) -> U) -> U {
-        f(&mut self.lock())
-    }
-    #[inline]
-    fn with_read<U>(&self, f: impl FnOnce(&T) -> U) -> U {
-        f(&self.lock())
-    }
-}
-
-/// Every `lock_api` reader-writer lock: scalelock's, parking_lot's.
-impl<R: lock_api::RawRwLock + Send + Sync, T: Send + Sync> Lockable<T> for lock_api::RwLock<R, T> {
-    const KIND: Kind = Kind::RwLock;
-    fn new(value: T) -> Self {
-        lock_api::RwLock::new(value)
-    }
-    #[inline]
-    fn with_write<U>(&self, f: impl FnOnce(&mut T) -> U) -> U {
-        f(&mut self.write())
-    }
-    #[inline]
-    fn with_read<U>(&self, f: impl FnOnce(&T) -> U) -> U {
-        f(&self.read())
-    }
-}
-
-// std's locks poison when a holder panics. Neither loop panics while holding
-// a lock, and if one ever did the run is already lost, so take the data back
-// out of the poison error rather than adding a second panic.
-fn unpoison<G>(result: std::sync::LockResult<G>) -> G {
-    result.unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// `lockable!(path::To::Lock, Kind, [bounds on T], write, read, unwrap)`:
-/// a `Lockable` impl for a lock outside `lock_api` whose guards come from
-/// `write`/`read` methods, passed through `unwrap` (`identity` or
-/// `unpoison`).
-macro_rules! lockable {
-    ($($ty:ident)::+, $kind:ident, [$($bound:tt)+], $write:ident, $read:ident, $unwrap:path) => {
-        impl<T: $($bound)+> Lockable<T> for $($ty)::+<T> {
-            const KIND: Kind = Kind::$kind;
-            fn new(value: T) -> Self {
-                $($ty)::+::new(value)
-            }
-            #[inline]
-            fn with_write<U>(&self, f: impl FnOnce(&mut T) -> U) -> U {
-                let mut guard = $unwrap(self.$write());
-                f(&mut guard)
-            }
-            #[inline]
-            fn with_read<U>(&self, f: impl FnOnce(&T) -> U) -> U {
-                let guard = $unwrap(self.$read());
-                f(&guard)
-            }
-        }
-    };
-}
-
-lockable!(std::sync::Mutex, Mutex, [Send], lock, lock, unpoison);
-lockable!(
-    std::sync::RwLock,
-    RwLock,
-    [Send + Sync],
-    write,
-    read,
-    unpoison
-);
-lockable!(
-    crossbeam_utils::sync::ShardedLock,
-    RwLock,
-    [Send + Sync],
-    write,
-    read,
-    unpoison
-);
-lockable!(
-    spin::mutex::SpinMutex,
-    Mutex,
-    [Send],
-    lock,
-    lock,
-    core::convert::identity
-);
-lockable!(
-    spin::mutex::TicketMutex,
-    Mutex,
-    [Send],
-    lock,
-    lock,
-    core::convert::identity
-);
-lockable!(
-    spin::RwLock,
-    RwLock,
-    [Send + Sync],
-    write,
-    read,
-    core::convert::identity
-);
-
-/// One registered lock: its name, what it is, and its monomorphized loops.
+/// One registered lock.
+#[derive(Debug)]
 pub struct LockInfo {
     /// The name used by `--lock`, in output, JSON and plots.
     pub name: &'static str,
     /// Mutex or reader-writer lock.
     pub kind: Kind,
+    /// What it can do beyond lock, try and unlock.
+    pub caps: Caps,
     /// One line for `locktest list`.
     pub about: &'static str,
-    /// The bench loop for this lock.
-    pub bench: fn(&bench::RunConfig) -> Result<bench::Sample, String>,
-    /// The torture loop for this lock.
-    pub torture: fn(&torture::TortureConfig) -> torture::Outcome,
+    /// One of scalelock's own locks (drawn bold in charts).
+    pub ours: bool,
 }
 
-/// `entry!("name", "about", path::To::Lock)`: the lock type is given without
-/// its data parameter; the bench and torture data types are filled in here.
-macro_rules! entry {
-    ($name:literal, $about:literal, $($ty:ident)::+) => {
-        LockInfo {
-            name: $name,
-            kind: <$($ty)::+<BenchData> as Lockable<BenchData>>::KIND,
-            about: $about,
-            bench: bench::run::<$($ty)::+<BenchData>>,
-            torture: torture::run::<$($ty)::+<TortureData>>,
+/// `registry! { "name" => Family(path::To::Lock), ours, "about"; ... }`:
+/// defines each family type, [`REGISTRY`] and [`visit`].
+macro_rules! registry {
+    ($($name:literal => $fam:ident($($ty:ident)::+), $ours:literal, $about:literal;)*) => {
+        $(
+            #[doc = concat!("The `", $name, "` family.")]
+            pub struct $fam;
+            impl Family for $fam {
+                type Of<T: Send + Sync + 'static> = $($ty)::+<T>;
+            }
+        )*
+
+        /// Every lock, scalelock's first, then the peers each is measured
+        /// against.
+        pub static REGISTRY: &[LockInfo] = &[$(
+            LockInfo {
+                name: $name,
+                kind: <<$fam as Family>::Of<()> as Lockable<()>>::KIND,
+                caps: <<$fam as Family>::Of<()> as Lockable<()>>::CAPS,
+                about: $about,
+                ours: $ours,
+            },
+        )*];
+
+        /// Runs `v` with the lock family called `name`; `None` if there is
+        /// no such lock.
+        pub fn visit<V: Visit>(name: &str, v: V) -> Option<V::Out> {
+            match name {
+                $($name => Some(v.visit::<$fam>()),)*
+                _ => None,
+            }
         }
     };
 }
 
-/// Every lock, scalelock's first, then the peers each is measured against.
-pub static REGISTRY: &[LockInfo] = &[
-    entry!(
-        "qspinlock",
-        "scalelock QSpinLock: 4-byte queued spinlock, parks when preempted",
-        scalelock::QSpinLock
-    ),
-    entry!(
-        "qrwlock",
-        "scalelock QRwLock: 8-byte queued reader-writer lock, FIFO, writers never starve",
-        scalelock::QRwLock
-    ),
-    entry!(
-        "percpu-rwlock",
-        "scalelock PerCpuRwLock: per-thread reader slots, reads write no shared line (BRAVO bias)",
-        scalelock::PerCpuRwLock
-    ),
-    entry!("std-mutex", "std::sync::Mutex (futex)", std::sync::Mutex),
-    entry!("std-rwlock", "std::sync::RwLock (futex)", std::sync::RwLock),
-    entry!(
-        "pl-mutex",
-        "parking_lot 0.13 Mutex (eventually fair)",
-        parking_lot::Mutex
-    ),
-    entry!(
-        "pl-fairmutex",
-        "parking_lot 0.13 FairMutex (always hands off)",
-        parking_lot::FairMutex
-    ),
-    entry!(
-        "pl-rwlock",
-        "parking_lot 0.13 RwLock (task-fair)",
-        parking_lot::RwLock
-    ),
-    entry!(
-        "spin-mutex",
-        "spin 0.12 SpinMutex (test-and-set)",
-        spin::mutex::SpinMutex
-    ),
-    entry!(
-        "spin-ticket",
-        "spin 0.12 TicketMutex (FIFO ticket spinlock)",
-        spin::mutex::TicketMutex
-    ),
-    entry!(
-        "spin-rwlock",
-        "spin 0.12 RwLock (reader-preferring spin)",
-        spin::RwLock
-    ),
-    entry!(
-        "sharded",
-        "crossbeam-utils 0.8 ShardedLock (per-shard read locks)",
-        crossbeam_utils::sync::ShardedLock
-    ),
-];
+registry! {
+    "qspinlock" => QSpinLockFamily(scalelock::QSpinLock), true,
+        "scalelock QSpinLock: 4-byte queued spinlock, parks when preempted";
+    "qrwlock" => QRwLockFamily(scalelock::QRwLock), true,
+        "scalelock QRwLock: 8-byte queued reader-writer lock, FIFO, writers never starve";
+    "percpu-rwlock" => PerCpuRwLockFamily(scalelock::PerCpuRwLock), true,
+        "scalelock PerCpuRwLock: per-thread reader slots, reads write no shared line (BRAVO bias)";
+    "std-mutex" => StdMutexFamily(std::sync::Mutex), false, "std::sync::Mutex (futex)";
+    "std-rwlock" => StdRwLockFamily(std::sync::RwLock), false, "std::sync::RwLock (futex)";
+    "pl-mutex" => PlMutexFamily(parking_lot::Mutex), false,
+        "parking_lot 0.13 Mutex (eventually fair)";
+    "pl-fairmutex" => PlFairMutexFamily(parking_lot::FairMutex), false,
+        "parking_lot 0.13 FairMutex (always hands off)";
+    "pl-rwlock" => PlRwLockFamily(parking_lot::RwLock), false,
+        "parking_lot 0.13 RwLock (task-fair)";
+    "spin-mutex" => SpinMutexFamily(spin::mutex::SpinMutex), false,
+        "spin 0.12 SpinMutex (test-and-set)";
+    "spin-ticket" => SpinTicketFamily(spin::mutex::TicketMutex), false,
+        "spin 0.12 TicketMutex (FIFO ticket spinlock)";
+    "spin-rwlock" => SpinRwLockFamily(spin::RwLock), false,
+        "spin 0.12 RwLock (reader-preferring spin)";
+    "sharded" => ShardedFamily(crossbeam_utils::sync::ShardedLock), false,
+        "crossbeam-utils 0.8 ShardedLock (per-shard read locks)";
+}
 
 /// The throughput baseline a kind's summary ratios are taken against.
 pub fn baseline(kind: Kind) -> &'static str {
@@ -251,4 +122,66 @@ pub fn names() -> String {
         .map(|l| l.name)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Position in the registry (unknown names last), for sorting.
+pub fn position(name: &str) -> usize {
+    REGISTRY
+        .iter()
+        .position(|l| l.name == name)
+        .unwrap_or(usize::MAX)
+}
+
+/// `locktest list`: name, kind, operations, what it is.
+pub fn listing() -> String {
+    let width = REGISTRY.iter().map(|l| l.name.len()).max().unwrap_or(0);
+    let ops = REGISTRY
+        .iter()
+        .map(|l| l.caps.names().len())
+        .max()
+        .unwrap_or(0);
+    REGISTRY
+        .iter()
+        .map(|l| {
+            format!(
+                "{:<width$}  {:<6}  {:<ops$}  {}\n",
+                l.name,
+                l.kind.as_str(),
+                l.caps.names(),
+                l.about
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names every family's lock type, to check the visit reaches the right one.
+    struct TypeName;
+
+    impl Visit for TypeName {
+        type Out = &'static str;
+        fn visit<F: Family>(self) -> &'static str {
+            std::any::type_name::<F::Of<u8>>()
+        }
+    }
+
+    #[test]
+    fn every_name_visits_its_own_type() {
+        let mut seen = Vec::new();
+        for l in REGISTRY {
+            let ty = visit(l.name, TypeName).unwrap();
+            assert!(!seen.contains(&ty), "{} shares {ty}", l.name);
+            seen.push(ty);
+        }
+        assert!(
+            visit("qspinlock", TypeName)
+                .unwrap()
+                .contains("RawQSpinLock")
+        );
+        assert!(visit("nope", TypeName).is_none());
+        assert_eq!(position("qspinlock"), 0);
+    }
 }

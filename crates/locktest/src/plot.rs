@@ -1,15 +1,17 @@
-//! The charts, drawn with plotters into SVG and PNG side by side:
+//! The charts, drawn with plotters into SVG and PNG side by side, for bench
+//! sweeps and scenario runs alike:
 //!
-//! - `throughput-mutex`, `throughput-rwlock-rNN`: total op/s against
-//!   threads, one line per lock (log scale: locks differ by orders of
-//!   magnitude once threads outnumber cores).
-//! - `fairness-mutex`, `fairness-rwlock-rNN`: per-thread op/s at each thread
-//!   count, a bar from the slowest to the fastest thread with a dot at the
-//!   mean; a short bar is a fair lock.
+//! - throughput: total op/s against threads, one line per lock (or
+//!   scenario variant), log scale: they differ by orders of magnitude once
+//!   threads outnumber cores;
+//! - fairness: per-thread op/s at each thread count, a bar from the slowest
+//!   to the fastest thread with a dot at the mean; a short bar is a fair
+//!   lock.
 //!
-//! Each point is the run with the median total rate over the rounds. Text
-//! uses the DejaVu Sans font shipped in `assets/` (through ab_glyph), so no
-//! system font configuration is needed.
+//! A [`Panel`] is one chart's data: its caller picks, per series and thread
+//! count, the run to show (the one with the median total rate over the
+//! rounds). Text uses the DejaVu Sans font shipped in `assets/` (through
+//! ab_glyph), so no system font configuration is needed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,9 +22,7 @@ use plotters::coord::combinators::{LogCoord, WithKeyPoints};
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
-use crate::locks::{self, Kind};
-use crate::report::{self, RunRecord};
-
+use crate::stats::Stats;
 const SIZE: (u32, u32) = (1100, 650);
 const FONT: &str = "sans-serif";
 /// Extra x range, in thread-count columns, kept free for the legend.
@@ -58,68 +58,26 @@ fn font_ready() -> Result<(), String> {
     }
 }
 
-/// One chart's data: the thread counts on the x axis, and per lock the run
-/// at each of them (by x index).
-struct Panel<'a> {
-    stem: String,
-    title: String,
-    threads: Vec<usize>,
-    series: Vec<(&'static str, bool, BTreeMap<usize, &'a RunRecord>)>,
+/// One chart pair's data.
+pub struct Panel<'a> {
+    /// File name stem: `throughput-STEM.svg`, `fairness-STEM.png`...
+    pub stem: String,
+    /// What the chart shows, after "Throughput: ".
+    pub title: String,
+    /// The thread counts on the x axis, ascending.
+    pub threads: Vec<usize>,
+    /// The lines.
+    pub series: Vec<Series<'a>>,
 }
 
-fn panels<'a>(runs: &'a [RunRecord]) -> Vec<Panel<'a>> {
-    let medians = report::median_runs(runs);
-    let mut panels = Vec::new();
-    let mut configs: Vec<(Kind, Option<u8>)> = medians
-        .keys()
-        .map(|((kind, _, r), _)| (*kind, *r))
-        .collect();
-    configs.sort();
-    configs.dedup();
-    for (kind, pct) in configs {
-        let mut threads: Vec<usize> = medians
-            .keys()
-            .filter(|((k, _, r), _)| *k == kind && *r == pct)
-            .map(|((_, t, _), _)| *t)
-            .collect();
-        threads.sort_unstable();
-        threads.dedup();
-        let mut series = Vec::new();
-        for info in locks::REGISTRY.iter().filter(|l| l.kind == kind) {
-            let points: BTreeMap<usize, &RunRecord> = threads
-                .iter()
-                .enumerate()
-                .filter_map(|(i, t)| {
-                    medians
-                        .get(&((kind, *t, pct), info.name.to_string()))
-                        .map(|r| (i, *r))
-                })
-                .collect();
-            if !points.is_empty() {
-                series.push((
-                    info.name,
-                    info.name.starts_with('q') || info.name == "percpu-rwlock",
-                    points,
-                ));
-            }
-        }
-        let (stem, what) = match pct {
-            None => ("mutex".to_string(), "mutexes".to_string()),
-            Some(r) => (format!("rwlock-r{r}"), format!("rwlocks, {r}% reads")),
-        };
-        let load = series
-            .first()
-            .and_then(|s| s.2.values().next())
-            .map(|r| format!("load = {}, runtime = {}s", r.load, r.runtime))
-            .unwrap_or_default();
-        panels.push(Panel {
-            stem,
-            title: format!("{what} ({load})"),
-            threads,
-            series,
-        });
-    }
-    panels
+/// One line of a chart.
+pub struct Series<'a> {
+    /// Legend text.
+    pub name: String,
+    /// Drawn thicker: scalelock's own locks and designs.
+    pub ours: bool,
+    /// The run shown at each x index (position in `Panel::threads`).
+    pub points: BTreeMap<usize, &'a Stats>,
 }
 
 /// 1234567.0 -> "1.2M".
@@ -190,7 +148,7 @@ where
     let (lo, hi) = log_range(
         p.series
             .iter()
-            .flat_map(|s| s.2.values().map(|r| r.total_rate as f64)),
+            .flat_map(|s| s.points.values().map(|r| r.total_rate as f64)),
     );
     let n = p.threads.len() as f64;
     let mut chart = ChartBuilder::on(root)
@@ -211,17 +169,18 @@ where
         .label_style((FONT, 16))
         .draw()
         .map_err(err)?;
-    for (i, (name, ours, points)) in p.series.iter().enumerate() {
+    for (i, s) in p.series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
-        let width = if *ours { 4 } else { 2 };
-        let line: Vec<(f64, f64)> = points
+        let width = if s.ours { 4 } else { 2 };
+        let line: Vec<(f64, f64)> = s
+            .points
             .iter()
             .map(|(x, r)| (*x as f64, (r.total_rate as f64).max(lo)))
             .collect();
         chart
             .draw_series(LineSeries::new(line.clone(), color.stroke_width(width)))
             .map_err(err)?
-            .label(*name)
+            .label(s.name.as_str())
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
             });
@@ -249,10 +208,10 @@ where
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(err)?;
-    let per_s = |count: u64, r: &RunRecord| count as f64 / r.elapsed.max(1e-9);
     let (lo, hi) = log_range(p.series.iter().flat_map(|s| {
-        s.2.values()
-            .flat_map(move |r| [per_s(r.min, r), per_s(r.max, r)])
+        s.points
+            .values()
+            .flat_map(|r| [r.per_second(r.min), r.per_second(r.max)])
     }));
     let n = p.threads.len() as f64;
     let mut chart = ChartBuilder::on(root)
@@ -275,16 +234,20 @@ where
         .map_err(err)?;
     let m = p.series.len().max(1) as f64;
     let slot = 0.8 / m;
-    for (i, (name, ours, points)) in p.series.iter().enumerate() {
+    for (i, s) in p.series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
-        let width = if *ours { 4 } else { 2 };
+        let width = if s.ours { 4 } else { 2 };
         let dx = (i as f64 - (m - 1.0) / 2.0) * slot;
-        let bars: Vec<PathElement<(f64, f64)>> = points
+        let bars: Vec<PathElement<(f64, f64)>> = s
+            .points
             .iter()
             .map(|(x, r)| {
                 let x = *x as f64 + dx;
                 PathElement::new(
-                    vec![(x, per_s(r.min, r).max(lo)), (x, per_s(r.max, r).max(lo))],
+                    vec![
+                        (x, r.per_second(r.min).max(lo)),
+                        (x, r.per_second(r.max).max(lo)),
+                    ],
                     color.stroke_width(width),
                 )
             })
@@ -292,14 +255,14 @@ where
         chart
             .draw_series(bars)
             .map_err(err)?
-            .label(*name)
+            .label(s.name.as_str())
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
             });
         chart
-            .draw_series(points.iter().map(|(x, r)| {
+            .draw_series(s.points.iter().map(|(x, r)| {
                 Circle::new(
-                    (*x as f64 + dx, per_s(r.mean, r).max(lo)),
+                    (*x as f64 + dx, r.per_second(r.mean).max(lo)),
                     4,
                     color.filled(),
                 )
@@ -321,28 +284,28 @@ fn located(path: &Path, e: String) -> String {
     format!("{}: {e}", path.display())
 }
 
-/// Draws every chart into `dir` as SVG and PNG; returns the files written.
-pub fn draw_all(runs: &[RunRecord], dir: &Path) -> Result<Vec<PathBuf>, String> {
+/// Draws every panel into `dir` as SVG and PNG; returns the files written.
+pub fn draw_all(panels: &[Panel], dir: &Path) -> Result<Vec<PathBuf>, String> {
     font_ready()?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut files = Vec::new();
-    for p in panels(runs) {
+    for p in panels {
         let file = |chart: &str, ext: &str| dir.join(format!("{chart}-{}.{ext}", p.stem));
 
         let path = file("throughput", "svg");
-        throughput(&SVGBackend::new(&path, SIZE).into_drawing_area(), &p)
+        throughput(&SVGBackend::new(&path, SIZE).into_drawing_area(), p)
             .map_err(|e| located(&path, e))?;
         files.push(path);
         let path = file("throughput", "png");
-        throughput(&BitMapBackend::new(&path, SIZE).into_drawing_area(), &p)
+        throughput(&BitMapBackend::new(&path, SIZE).into_drawing_area(), p)
             .map_err(|e| located(&path, e))?;
         files.push(path);
         let path = file("fairness", "svg");
-        fairness(&SVGBackend::new(&path, SIZE).into_drawing_area(), &p)
+        fairness(&SVGBackend::new(&path, SIZE).into_drawing_area(), p)
             .map_err(|e| located(&path, e))?;
         files.push(path);
         let path = file("fairness", "png");
-        fairness(&BitMapBackend::new(&path, SIZE).into_drawing_area(), &p)
+        fairness(&BitMapBackend::new(&path, SIZE).into_drawing_area(), p)
             .map_err(|e| located(&path, e))?;
         files.push(path);
     }

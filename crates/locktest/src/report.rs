@@ -1,5 +1,6 @@
-//! What a sweep keeps: one [`RunRecord`] per run, the JSON file holding them
-//! all, and the summary table of ratios against parking_lot.
+//! What a bench sweep keeps: one [`RunRecord`] per run, the JSON file
+//! holding them all, the summary table of ratios against parking_lot, and
+//! the chart panels.
 //!
 //! With several rounds the summary follows "measure side by side": in each
 //! round a lock's rate is divided by the baseline's rate from the same round
@@ -11,8 +12,12 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::Sample;
-use crate::locks::{self, Kind};
+use crate::bench::{Measured, RunConfig, Workload};
+use crate::lockable::Kind;
+use crate::locks::{self, LockInfo};
+use crate::pct::Pct;
+use crate::plot::{Panel, Series};
+use crate::stats::{Stats, median};
 
 /// One run, as printed in the seed format and stored in the JSON.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -21,74 +26,72 @@ pub struct RunRecord {
     pub lock: String,
     /// `"mutex"` or `"rwlock"`.
     pub kind: String,
-    /// Worker threads.
-    pub threads: usize,
-    /// Share of read operations; `null` for mutexes.
-    pub read_pct: Option<u8>,
-    /// Work units inside each critical section.
-    pub load: u32,
+    /// `"lock"` (Linux locktest's workload) or `"kv"`.
+    #[serde(default = "lock_workload")]
+    pub workload: String,
+    /// Share of read operations: `null` for mutexes under the `lock`
+    /// workload; a number with up to 4 decimals (`99.9`).
+    pub read_pct: Option<Pct>,
+    /// `kv`: lookup/insert/update/remove shares in percent, `94/2/3/1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<String>,
+    /// `lock`: work units inside each critical section.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<u32>,
     /// Requested runtime, seconds.
     pub runtime: f64,
-    /// Measured time from start gate to stop flag, seconds; rates divide by it.
-    pub elapsed: f64,
     /// Round number, from 1.
     pub round: u32,
-    /// Operations completed by each thread.
-    pub counts: Vec<u64>,
-    /// Fewest operations of any thread.
-    pub min: u64,
-    /// Mean operations per thread, rounded.
-    pub mean: u64,
-    /// Most operations of any thread.
-    pub max: u64,
-    /// All operations divided by `elapsed`, rounded, op/s.
-    pub total_rate: u64,
-    /// `total_rate` per thread, rounded, op/s.
-    pub percpu_rate: u64,
+    /// Threads, per-thread counts and the numbers the seed format prints.
+    #[serde(flatten)]
+    pub stats: Stats,
+    /// `kv`: the share of lookups that found their key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hit_rate: Option<f64>,
+}
+
+fn lock_workload() -> String {
+    "lock".to_string()
 }
 
 impl RunRecord {
-    /// Derives the printed statistics from a raw sample.
-    pub fn new(
-        info: &locks::LockInfo,
-        read_pct: Option<u8>,
-        load: u32,
-        runtime: f64,
-        round: u32,
-        sample: Sample,
-    ) -> Self {
-        let threads = sample.counts.len();
-        let sum: u64 = sample.counts.iter().sum();
-        let elapsed = sample.elapsed.as_secs_f64();
-        let total = sum as f64 / elapsed;
+    /// The record of `info`'s run under `cfg` in round `round`.
+    pub fn new(info: &LockInfo, cfg: &RunConfig, round: u32, m: Measured) -> Self {
+        let (read_pct, mix, load) = match cfg.workload {
+            Workload::Lock => (
+                cfg.read_pct.filter(|_| info.kind == Kind::RwLock),
+                None,
+                Some(cfg.load),
+            ),
+            Workload::Kv(mix) => {
+                let r = cfg.read_pct.unwrap_or(crate::kv::KvMix::DEFAULT_READ);
+                (Some(r), Some(mix.describe(r)), None)
+            }
+        };
         RunRecord {
             lock: info.name.to_string(),
             kind: info.kind.as_str().to_string(),
-            threads,
-            read_pct: match info.kind {
-                Kind::Mutex => None,
-                Kind::RwLock => read_pct,
-            },
+            workload: cfg.workload.name().to_string(),
+            read_pct,
+            mix,
             load,
-            runtime,
-            elapsed,
+            runtime: cfg.runtime.as_secs_f64(),
             round,
-            min: sample.counts.iter().copied().min().unwrap_or(0),
-            mean: (sum as f64 / threads.max(1) as f64).round() as u64,
-            max: sample.counts.iter().copied().max().unwrap_or(0),
-            total_rate: total.round() as u64,
-            percpu_rate: (total / threads.max(1) as f64).round() as u64,
-            counts: sample.counts,
+            stats: m.stats,
+            hit_rate: m.hit_rate,
         }
     }
 
-    /// Slowest thread over fastest thread: 1.0 is perfectly fair.
-    pub fn fairness(&self) -> f64 {
-        if self.max == 0 {
-            0.0
+    fn kind(&self) -> Kind {
+        if self.kind == Kind::RwLock.as_str() {
+            Kind::RwLock
         } else {
-            self.min as f64 / self.max as f64
+            Kind::Mutex
         }
+    }
+
+    fn key(&self) -> ConfigKey {
+        (self.kind(), self.stats.threads, self.read_pct)
     }
 }
 
@@ -99,9 +102,14 @@ pub struct Report {
     pub tool: String,
     /// CPUs available to the process.
     pub cores: usize,
+    /// `"lock"` or `"kv"`.
+    pub workload: String,
+    /// `kv`: the `--kv-writes` weights, `INSERT:UPDATE:REMOVE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_writes: Option<String>,
     /// Requested runtime per run, seconds.
     pub runtime: f64,
-    /// Work units per critical section.
+    /// Work units per critical section (`lock` workload).
     pub load: u32,
     /// Rounds of the sweep.
     pub rounds: u32,
@@ -120,8 +128,8 @@ pub struct MedianRecord {
     pub kind: String,
     /// Worker threads.
     pub threads: usize,
-    /// Share of read operations; `null` for mutexes.
-    pub read_pct: Option<u8>,
+    /// Share of read operations; `null` for mutexes under `lock`.
+    pub read_pct: Option<Pct>,
     /// How many rounds ran.
     pub rounds: usize,
     /// Total rate of the median run, op/s.
@@ -138,7 +146,6 @@ pub struct MedianRecord {
 /// The summary's numbers for every lock and configuration that ran, by
 /// configuration, then in registry order.
 pub fn medians(runs: &[RunRecord]) -> Vec<MedianRecord> {
-    let position = |name: &str| locks::REGISTRY.iter().position(|l| l.name == name);
     let mut out: Vec<MedianRecord> = median_runs(runs)
         .into_iter()
         .map(|((c, lock), r)| {
@@ -146,52 +153,39 @@ pub fn medians(runs: &[RunRecord]) -> Vec<MedianRecord> {
             MedianRecord {
                 rounds: runs
                     .iter()
-                    .filter(|x| x.lock == lock && key(x) == c)
+                    .filter(|x| x.lock == lock && x.key() == c)
                     .count(),
                 ratio: ratio(runs, &c, &lock, base),
                 baseline: base.to_string(),
                 kind: r.kind.clone(),
-                threads: r.threads,
+                threads: r.stats.threads,
                 read_pct: r.read_pct,
-                total_rate: r.total_rate,
-                fairness: r.fairness(),
+                total_rate: r.stats.total_rate,
+                fairness: r.stats.fairness(),
                 lock,
             }
         })
         .collect();
-    out.sort_by_key(|m| (m.kind.clone(), m.threads, m.read_pct, position(&m.lock)));
+    out.sort_by_key(|m| {
+        (
+            m.kind.clone(),
+            m.threads,
+            m.read_pct,
+            locks::position(&m.lock),
+        )
+    });
     out
 }
 
 impl Report {
     /// Writes the report as pretty JSON, creating parent folders.
     pub fn write(&self, path: &Path) -> Result<(), String> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-        let json = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
-        std::fs::write(path, json + "\n")
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        crate::json::write_json(self, path)
     }
 }
 
 /// One configuration: kind, threads, read share.
-pub type ConfigKey = (Kind, usize, Option<u8>);
-
-/// The median of some numbers (mean of the middle two for an even count).
-pub fn median(mut xs: Vec<f64>) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    Some(if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    })
-}
+pub type ConfigKey = (Kind, usize, Option<Pct>);
 
 /// The run whose total rate is the median of a lock's rounds for one
 /// configuration (the lower middle for an even count): a real run, so its
@@ -199,27 +193,15 @@ pub fn median(mut xs: Vec<f64>) -> Option<f64> {
 pub fn median_runs(runs: &[RunRecord]) -> BTreeMap<(ConfigKey, String), &RunRecord> {
     let mut groups: BTreeMap<(ConfigKey, String), Vec<&RunRecord>> = BTreeMap::new();
     for r in runs {
-        groups.entry((key(r), r.lock.clone())).or_default().push(r);
+        groups.entry((r.key(), r.lock.clone())).or_default().push(r);
     }
     groups
         .into_iter()
         .map(|(k, mut v)| {
-            v.sort_by_key(|r| r.total_rate);
+            v.sort_by_key(|r| r.stats.total_rate);
             (k, v[(v.len() - 1) / 2])
         })
         .collect()
-}
-
-fn kind_of(r: &RunRecord) -> Kind {
-    if r.kind == Kind::RwLock.as_str() {
-        Kind::RwLock
-    } else {
-        Kind::Mutex
-    }
-}
-
-fn key(r: &RunRecord) -> ConfigKey {
-    (kind_of(r), r.threads, r.read_pct)
 }
 
 /// Lock names in registry order, limited to those that ran with `kind`.
@@ -231,8 +213,9 @@ fn locks_of(runs: &[RunRecord], kind: Kind) -> Vec<&'static str> {
         .collect()
 }
 
-/// The summary tables (markdown) for every kind that ran.
-pub fn summary(runs: &[RunRecord], rounds: u32) -> String {
+/// The summary tables (markdown) for every kind that ran; `note` follows
+/// the kind in each title (`, kv workload (...)`).
+pub fn summary(runs: &[RunRecord], rounds: u32, note: &str) -> String {
     let mut out = String::new();
     let medians = median_runs(runs);
     for kind in [Kind::Mutex, Kind::RwLock] {
@@ -240,30 +223,30 @@ pub fn summary(runs: &[RunRecord], rounds: u32) -> String {
         if names.is_empty() {
             continue;
         }
-        let mut configs: Vec<ConfigKey> = runs.iter().map(key).filter(|k| k.0 == kind).collect();
+        let mut configs: Vec<ConfigKey> = runs
+            .iter()
+            .map(|r| r.key())
+            .filter(|k| k.0 == kind)
+            .collect();
         configs.sort();
         configs.dedup();
         let base = locks::baseline(kind);
         let has_base = names.contains(&base);
-        let row_head = match kind {
-            Kind::Mutex => "| threads |",
-            Kind::RwLock => "| threads | r% |",
-        };
-        let row_rule = match kind {
-            Kind::Mutex => "| ---: |",
-            Kind::RwLock => "| ---: | ---: |",
+        let with_pct = configs.iter().any(|c| c.2.is_some());
+        let (row_head, row_rule) = if with_pct {
+            ("| threads | r% |", "| ---: | ---: |")
+        } else {
+            ("| threads |", "| ---: |")
         };
         let cols: String = names.iter().map(|n| format!(" {n} |")).collect();
         let rules: String = names.iter().map(|_| " ---: |").collect();
         let row_start = |c: &ConfigKey| match c.2 {
             Some(r) => format!("| {} | {r}% |", c.1),
+            None if with_pct => format!("| {} | - |", c.1),
             None => format!("| {} |", c.1),
         };
         let plural = if rounds == 1 { "" } else { "s" };
-        let what = match kind {
-            Kind::Mutex => "mutexes",
-            Kind::RwLock => "rwlocks",
-        };
+        let what = format!("{}{note}", kind.plural());
 
         if has_base {
             let _ = writeln!(
@@ -287,7 +270,7 @@ pub fn summary(runs: &[RunRecord], rounds: u32) -> String {
                 } else {
                     medians
                         .get(&(*c, name.to_string()))
-                        .map(|r| crate::format::thousands(r.total_rate))
+                        .map(|r| crate::format::thousands(r.stats.total_rate))
                         .unwrap_or_else(|| "-".into())
                 };
                 let _ = write!(line, " {cell} |");
@@ -305,7 +288,7 @@ pub fn summary(runs: &[RunRecord], rounds: u32) -> String {
             for name in &names {
                 let cell = medians
                     .get(&(*c, name.to_string()))
-                    .map(|r| format!("{:.2}", r.fairness()))
+                    .map(|r| format!("{:.2}", r.stats.fairness()))
                     .unwrap_or_else(|| "-".into());
                 let _ = write!(line, " {cell} |");
             }
@@ -321,8 +304,8 @@ pub fn summary(runs: &[RunRecord], rounds: u32) -> String {
 fn ratio(runs: &[RunRecord], c: &ConfigKey, name: &str, base: &str) -> Option<f64> {
     let of = |lock: &str| -> BTreeMap<u32, u64> {
         runs.iter()
-            .filter(|r| r.lock == lock && key(r) == *c)
-            .map(|r| (r.round, r.total_rate))
+            .filter(|r| r.lock == lock && r.key() == *c)
+            .map(|r| (r.round, r.stats.total_rate))
             .collect()
     };
     let (mine, theirs) = (of(name), of(base));
@@ -336,15 +319,70 @@ fn ratio(runs: &[RunRecord], c: &ConfigKey, name: &str, base: &str) -> Option<f6
     median(ratios)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::median;
-
-    #[test]
-    fn medians() {
-        assert_eq!(median(vec![]), None);
-        assert_eq!(median(vec![3.0]), Some(3.0));
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), Some(2.5));
+/// One chart panel per kind and read share: `mutex`, `rwlock-r95`,
+/// `rwlock-r99.9`; `kv` runs add `-kv` (`rwlock-kv-r94`).
+pub fn panels(runs: &[RunRecord]) -> Vec<Panel<'_>> {
+    let medians = median_runs(runs);
+    let mut configs: Vec<(Kind, Option<Pct>)> =
+        medians.keys().map(|((k, _, r), _)| (*k, *r)).collect();
+    configs.sort();
+    configs.dedup();
+    let mut out = Vec::new();
+    for (kind, pct) in configs {
+        let mut threads: Vec<usize> = medians
+            .keys()
+            .filter(|((k, _, r), _)| *k == kind && *r == pct)
+            .map(|((_, t, _), _)| *t)
+            .collect();
+        threads.sort_unstable();
+        threads.dedup();
+        let mut series = Vec::new();
+        for info in locks::REGISTRY.iter().filter(|l| l.kind == kind) {
+            let points: BTreeMap<usize, &Stats> = threads
+                .iter()
+                .enumerate()
+                .filter_map(|(i, t)| {
+                    medians
+                        .get(&((kind, *t, pct), info.name.to_string()))
+                        .map(|r| (i, &r.stats))
+                })
+                .collect();
+            if !points.is_empty() {
+                series.push(Series {
+                    name: info.name.to_string(),
+                    ours: info.ours,
+                    points,
+                });
+            }
+        }
+        let first = medians
+            .iter()
+            .find(|(((k, _, r), _), _)| *k == kind && *r == pct)
+            .map(|(_, r)| *r);
+        let kv = first.is_some_and(|r| r.workload == "kv");
+        let tag = if kv { "-kv" } else { "" };
+        let (stem, what) = match pct {
+            None => (format!("{}{tag}", kind.as_str()), kind.plural().to_string()),
+            Some(r) => (
+                format!("{}{tag}-r{r}", kind.as_str()),
+                format!("{}, {r}% reads", kind.plural()),
+            ),
+        };
+        let detail = match first {
+            Some(r) if kv => format!(
+                "kv: {} lookup/insert/update/remove %, runtime = {}s",
+                r.mix.as_deref().unwrap_or("?"),
+                r.runtime
+            ),
+            Some(r) => format!("load = {}, runtime = {}s", r.load.unwrap_or(1), r.runtime),
+            None => String::new(),
+        };
+        out.push(Panel {
+            stem,
+            title: format!("{what} ({detail})"),
+            threads,
+            series,
+        });
     }
+    out
 }

@@ -1,19 +1,27 @@
-//! A bench sweep: every selected lock × thread count × read share, for some
-//! rounds, printed in the seed format as it goes.
+//! `locktest bench`: every selected lock × thread count × read share, for
+//! some rounds, printed in the seed format as it goes, then the summary,
+//! the JSON and the charts.
 //!
 //! Runs are grouped by configuration (threads, r%). Within a group every
 //! round runs each lock once, back to back, so a lock and its baseline see
 //! the same machine state; the summary compares them round by round.
 
-use std::io::Write as _;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::bench::RunConfig;
+use crate::args::{self, BenchArgs, WorkloadArg};
+use crate::bench::{self, RunConfig, Workload};
+use crate::failure::{Failure, Usage};
 use crate::format;
-use crate::locks::{Kind, LockInfo};
-use crate::report::RunRecord;
+use crate::harness::cores;
+use crate::kv::KvMix;
+use crate::lockable::Kind;
+use crate::locks::LockInfo;
+use crate::pct::Pct;
+use crate::plot;
+use crate::report::{self, Report, RunRecord};
+use crate::stdout::emit;
 
 /// A validated sweep.
 pub struct Plan {
@@ -21,14 +29,16 @@ pub struct Plan {
     pub locks: Vec<&'static LockInfo>,
     /// Thread counts.
     pub threads: Vec<usize>,
-    /// Read shares for rwlocks.
-    pub read_pcts: Vec<u8>,
+    /// Read shares (rwlocks under `lock`; every lock under `kv`).
+    pub read_pcts: Vec<Pct>,
     /// Seconds per run.
     pub runtime: f64,
     /// Work units per critical section.
     pub load: u32,
     /// Rounds.
     pub rounds: u32,
+    /// What the threads do.
+    pub workload: Workload,
     /// No progress bar.
     pub quiet: bool,
 }
@@ -36,33 +46,71 @@ pub struct Plan {
 /// One configuration and the locks that run in it.
 struct Group {
     threads: usize,
-    read_pct: Option<u8>,
+    read_pct: Option<Pct>,
     locks: Vec<&'static LockInfo>,
 }
 
 impl Plan {
+    /// Checks the flags and builds the sweep.
+    pub fn new(args: &BenchArgs) -> Result<Plan, Usage> {
+        let kv = args.workload == WorkloadArg::Kv;
+        let mut locks = args::select_locks(&args.lock)?;
+        if kv && args.lock.is_empty() {
+            locks.retain(|l| l.kind == Kind::RwLock);
+        }
+        let c = cores();
+        let threads = args::thread_list(&args.threads, vec![1, c, 4 * c, 8 * c])?;
+        let mut read_pcts: Vec<Pct> = Vec::new();
+        let given = if !args.read_pct.is_empty() {
+            args.read_pct.clone()
+        } else if kv {
+            vec![KvMix::DEFAULT_READ]
+        } else {
+            [50, 95, 100].map(Pct::whole).to_vec()
+        };
+        for p in given {
+            if !read_pcts.contains(&p) {
+                read_pcts.push(p);
+            }
+        }
+        Ok(Plan {
+            locks,
+            threads,
+            read_pcts,
+            runtime: args::check_seconds("--runtime", args.runtime)?,
+            load: args.load,
+            rounds: args::check_rounds(args.rounds)?,
+            workload: if kv {
+                Workload::Kv(args.kv_writes)
+            } else {
+                Workload::Lock
+            },
+            quiet: args.quiet,
+        })
+    }
+
     fn groups(&self) -> Vec<Group> {
         let of_kind = |k: Kind| -> Vec<&'static LockInfo> {
             self.locks.iter().copied().filter(|l| l.kind == k).collect()
         };
-        let (mutexes, rwlocks) = (of_kind(Kind::Mutex), of_kind(Kind::RwLock));
         let mut groups = Vec::new();
-        for &threads in &self.threads {
-            if !mutexes.is_empty() {
-                groups.push(Group {
-                    threads,
-                    read_pct: None,
-                    locks: mutexes.clone(),
-                });
+        for kind in [Kind::Mutex, Kind::RwLock] {
+            let locks = of_kind(kind);
+            if locks.is_empty() {
+                continue;
             }
-        }
-        for &threads in &self.threads {
-            for &r in &self.read_pcts {
-                if !rwlocks.is_empty() {
+            // Under `lock`, mutexes ignore the read share: one group per
+            // thread count.
+            let shares: Vec<Option<Pct>> = match (self.workload, kind) {
+                (Workload::Lock, Kind::Mutex) => vec![None],
+                _ => self.read_pcts.iter().copied().map(Some).collect(),
+            };
+            for &threads in &self.threads {
+                for &read_pct in &shares {
                     groups.push(Group {
                         threads,
-                        read_pct: Some(r),
-                        locks: rwlocks.clone(),
+                        read_pct,
+                        locks: locks.clone(),
                     });
                 }
             }
@@ -79,6 +127,29 @@ impl Plan {
             * u64::from(self.rounds)
     }
 
+    /// The seed's three lines for one run.
+    fn seed_lines(&self, rec: &RunRecord) -> String {
+        let head = match (self.workload, rec.read_pct) {
+            (Workload::Kv(mix), Some(r)) => {
+                format::kv_header(&rec.lock, rec.runtime, r, &mix.describe(r))
+            }
+            _ => {
+                let kind = if rec.read_pct.is_some() {
+                    Kind::RwLock
+                } else {
+                    Kind::Mutex
+                };
+                format::header(&rec.lock, kind, rec.runtime, rec.read_pct, self.load)
+            }
+        };
+        let s = &rec.stats;
+        format!(
+            "{head}\n{}\n{}\n\n",
+            format::min_mean_max(s.threads, s.min, s.mean, s.max),
+            format::rates(s.threads, s.total_rate, s.percpu_rate),
+        )
+    }
+
     /// Runs the sweep, printing each run to stdout in the seed format.
     pub fn execute(&self) -> Result<Vec<RunRecord>, String> {
         let bar = if self.quiet {
@@ -93,7 +164,6 @@ impl Plan {
             bar
         };
         let mut records = Vec::new();
-        let stdout = std::io::stdout();
         for group in self.groups() {
             for round in 1..=self.rounds {
                 for info in &group.locks {
@@ -103,33 +173,18 @@ impl Plan {
                         read_pct: group.read_pct,
                         load: self.load,
                         runtime: Duration::from_secs_f64(self.runtime),
+                        workload: self.workload,
                     };
                     let pct = group
                         .read_pct
                         .map(|r| format!(" r%={r}"))
                         .unwrap_or_default();
                     bar.set_message(format!("{} t={}{pct}", info.name, group.threads));
-                    let sample = (info.bench)(&cfg).map_err(|e| format!("{}: {e}", info.name))?;
-                    let rec = RunRecord::new(
-                        info,
-                        group.read_pct,
-                        self.load,
-                        self.runtime,
-                        round,
-                        sample,
-                    );
-                    let text = format!(
-                        "{}\n{}\n{}\n\n",
-                        format::header(info.name, info.kind, rec.runtime, rec.read_pct, rec.load),
-                        format::min_mean_max(rec.threads, rec.min, rec.mean, rec.max),
-                        format::rates(rec.threads, rec.total_rate, rec.percpu_rate),
-                    );
-                    bar.suspend(|| {
-                        let mut out = stdout.lock();
-                        // A closed stdout (e.g. `| head`) must not stop the sweep.
-                        let _ = out.write_all(text.as_bytes());
-                        let _ = out.flush();
-                    });
+                    let measured = bench::run(&cfg).map_err(|e| format!("{}: {e}", info.name))?;
+                    let rec = RunRecord::new(info, &cfg, round, measured);
+                    let text = self.seed_lines(&rec);
+                    // A closed stdout (e.g. `| head`) must not stop the sweep.
+                    bar.suspend(|| emit(&text));
                     records.push(rec);
                     bar.inc(1);
                 }
@@ -138,4 +193,58 @@ impl Plan {
         bar.finish_and_clear();
         Ok(records)
     }
+
+    /// What the summary titles add for the workload.
+    fn note(&self) -> String {
+        match self.workload {
+            Workload::Lock => String::new(),
+            Workload::Kv(mix) => format!(
+                ", kv workload (r% lookups, the rest insert:update:remove = {mix}, \
+                 over {} keys)",
+                crate::kv::KEYS
+            ),
+        }
+    }
+}
+
+/// `locktest bench`: validate, run, print, write the JSON and charts.
+pub fn command(args: &BenchArgs) -> Result<(), Failure> {
+    let plan = Plan::new(args)?;
+    if plan.locks.is_empty() {
+        return Err(Usage("--lock: no lock to run".into()).into());
+    }
+    let runs = plan.execute().map_err(Failure::Run)?;
+    emit(&report::summary(&runs, plan.rounds, &plan.note()));
+
+    let json = args
+        .json
+        .clone()
+        .unwrap_or_else(|| args.out.join("results.json"));
+    let rep = Report {
+        tool: concat!("locktest ", env!("CARGO_PKG_VERSION")).to_string(),
+        cores: cores(),
+        workload: plan.workload.name().to_string(),
+        kv_writes: match plan.workload {
+            Workload::Kv(mix) => Some(mix.to_string()),
+            Workload::Lock => None,
+        },
+        runtime: plan.runtime,
+        load: plan.load,
+        rounds: plan.rounds,
+        medians: report::medians(&runs),
+        runs,
+    };
+    rep.write(&json).map_err(Failure::Run)?;
+    if !args.quiet {
+        eprintln!("locktest: wrote {}", json.display());
+    }
+    if !args.no_plots {
+        let files = plot::draw_all(&report::panels(&rep.runs), &args.out).map_err(Failure::Run)?;
+        if !args.quiet {
+            for f in files {
+                eprintln!("locktest: wrote {}", f.display());
+            }
+        }
+    }
+    Ok(())
 }

@@ -39,7 +39,7 @@ fn number(s: &str) -> u64 {
 #[derive(Debug, PartialEq)]
 struct Parsed {
     lock: String,
-    read_pct: Option<u64>,
+    read_pct: Option<f64>,
     threads: u64,
     min: u64,
     mean: u64,
@@ -61,7 +61,11 @@ fn parse_seed(stdout: &str) -> Vec<Parsed> {
         let read_pct = params
             .split(", ")
             .find_map(|p| p.strip_prefix("r% = "))
-            .map(|p| number(p.trim_end_matches('%')));
+            .map(|p| {
+                p.trim_end_matches('%')
+                    .parse::<f64>()
+                    .expect("r% is a number")
+            });
 
         let mmm = lines[i + 1];
         let (t1, rest) = mmm
@@ -117,7 +121,10 @@ fn list_prints_every_name() {
             line.contains(" mutex ") || line.contains(" rwlock "),
             "kind missing: {line}"
         );
+        assert!(line.contains(" try"), "operations missing: {line}");
     }
+    // The negative control is not a lock to pick.
+    assert!(!listed.contains(&"busted"), "{out}");
 }
 
 #[test]
@@ -167,7 +174,7 @@ fn tiny_run_seed_lines_agree_with_json() {
     for (p, r) in seed.iter().zip(runs) {
         let from_json = Parsed {
             lock: r["lock"].as_str().unwrap().to_string(),
-            read_pct: r["read_pct"].as_u64(),
+            read_pct: r["read_pct"].as_f64(),
             threads: r["threads"].as_u64().unwrap(),
             min: r["min"].as_u64().unwrap(),
             mean: r["mean"].as_u64().unwrap(),
@@ -270,9 +277,22 @@ fn bad_arguments_exit_2_with_one_line() {
         &["--threads", "0"],
         &["frobnicate"],
         &["bench", "--no-such-flag"],
+        &["bench", "--read-pct", "99.12345"],
+        &["bench", "--read-pct", "-5"],
+        &["bench", "--workload", "nope"],
+        &["bench", "--workload", "kv", "--kv-writes", "0:0:0"],
+        &["bench", "--workload", "kv", "--kv-writes", "2:3"],
         &["torture", "--lock", "nosuchlock"],
         &["torture", "--threads", "0"],
         &["torture", "--seconds", "0"],
+        &["torture", "--duration", "-1"],
+        &["torture", "--writers", "0", "--readers", "0"],
+        &["torture", "--threads", "4", "--writers", "2"],
+        &["torture", "--nested", "9"],
+        &["torture", "--stutter", "0"],
+        &["torture", "--shuffle", "x"],
+        &["torture", "--stat-interval", "0"],
+        &["torture", "--stall-s", "nan"],
     ];
     for args in cases {
         let out = locktest()
@@ -289,8 +309,25 @@ fn bad_arguments_exit_2_with_one_line() {
     }
 }
 
+/// Every `End of test` line in a torture's stdout: (verdict, lock).
+fn verdicts(stdout: &str) -> Vec<(String, String)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("End of test: "))
+        .map(|rest| {
+            let (verdict, params) = rest.split_once(": ").expect("verdict: params");
+            let lock = params
+                .split(' ')
+                .find_map(|p| p.strip_prefix("lock="))
+                .expect("lock= in the parameters");
+            (verdict.to_string(), lock.to_string())
+        })
+        .collect()
+}
+
 #[test]
 fn torture_passes_for_qspinlock_and_peers() {
+    // `--threads` and `--seconds` are the older spellings of the flags.
     let out = locktest()
         .args([
             "torture",
@@ -303,19 +340,206 @@ fn torture_passes_for_qspinlock_and_peers() {
         .get_output()
         .clone();
     let out = String::from_utf8(out.stdout).unwrap();
-    for name in [
+    let got = verdicts(&out);
+    let want: Vec<(String, String)> = [
         "qspinlock",
         "pl-mutex",
         "qrwlock",
         "percpu-rwlock",
         "std-rwlock",
-    ] {
+    ]
+    .iter()
+    .map(|l| ("SUCCESS".to_string(), l.to_string()))
+    .collect();
+    assert_eq!(got, want, "{out}");
+    assert!(out.contains("Start of test: lock=qspinlock writers=2 readers=2 duration=0.3s"));
+    for line in out
+        .lines()
+        .filter(|l| l.starts_with("Writes:") || l.starts_with("Reads:"))
+    {
         assert!(
-            out.contains(&format!("torture {name}: PASS")),
-            "{name}:\n{out}"
+            line.contains(" Total: ") && line.contains(" Max/Min: "),
+            "{line}"
         );
+        assert!(line.ends_with("Fail: 0"), "{line}");
     }
-    assert_eq!(out.lines().count(), 5, "{out}");
+}
+
+#[test]
+fn torture_of_every_scalelock_lock_succeeds_under_shuffle_and_stutter() {
+    let json = tempdir("torture-ours").join("t.json");
+    let out = locktest()
+        .args(["torture", "--lock", "qspinlock,qrwlock,percpu-rwlock"])
+        .args([
+            "--duration",
+            "0.5",
+            "--shuffle",
+            "--stutter",
+            "--nested",
+            "2",
+        ])
+        .args(["--long-hold-ms", "20", "--stat-interval", "0.2", "--json"])
+        .arg(&json)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    let got = verdicts(&out);
+    assert_eq!(got.len(), 3, "{out}");
+    assert!(got.iter().all(|v| v.0 == "SUCCESS"), "{out}");
+    assert!(out.contains("stutter=50ms shuffle=10ms nested=2"), "{out}");
+    // Periodic lines as well as the final ones.
+    assert!(out.matches("Writes: Total: ").count() >= 3 * 2, "{out}");
+    let records = read_json(&json);
+    let records = records.as_array().expect("one record per lock");
+    assert_eq!(records.len(), 3);
+    for r in records {
+        assert_eq!(r["verdict"], "SUCCESS");
+        assert!(r["writes"]["total"].as_u64() > Some(0), "{r}");
+        assert!(r["reads"]["total"].as_u64() > Some(0), "{r}");
+        assert_eq!(r["writes"]["fail"], 0);
+        // The flattened statistics cover every thread: 8× the cores.
+        assert_eq!(
+            r["counts"].as_array().unwrap().len() as u64,
+            r["params"]["writers"].as_u64().unwrap() + r["params"]["readers"].as_u64().unwrap()
+        );
+        assert!(r["ops"]["try-write"].as_u64() > Some(0), "{r}");
+    }
+    // The lock's own operations are in the mix.
+    assert!(records[0]["ops"]["write-fair"].as_u64() > Some(0));
+    assert!(records[1]["ops"]["upgrade"].as_u64() > Some(0));
+    assert!(records[2]["ops"]["downgrade"].as_u64() > Some(0));
+}
+
+#[test]
+fn busted_lock_ends_in_failure() {
+    let json = tempdir("torture-busted").join("t.json");
+    let out = locktest()
+        .args(["torture", "--lock", "busted", "--duration", "0.3", "--json"])
+        .arg(&json)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        verdicts(&stdout),
+        [("FAILURE".to_string(), "busted".to_string())],
+        "{stdout}"
+    );
+    assert!(stdout.contains(" !!!"), "{stdout}");
+    assert!(stdout.contains("Failure: "), "{stdout}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("torture failed for: busted"), "{err}");
+    assert_eq!(read_json(&json)[0]["verdict"], "FAILURE");
+}
+
+#[test]
+fn kv_workload_runs_every_rwlock_with_fractional_read_shares() {
+    let dir = tempdir("kv");
+    let out = locktest()
+        .args(["bench", "--workload", "kv", "--threads", "1,2"])
+        .args([
+            "--read-pct",
+            "94,99.9",
+            "--runtime",
+            "0.03",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&dir)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let stdout = String::from_utf8(out).unwrap();
+    let rwlocks: Vec<&str> = NAMES
+        .iter()
+        .copied()
+        .filter(|n| n.contains("rwlock") || *n == "sharded")
+        .collect();
+    let seed = parse_seed(&stdout);
+    assert_eq!(seed.len(), rwlocks.len() * 2 * 2, "{stdout}");
+    assert!(
+        stdout.contains(
+            "Running locktest with qrwlock [runtime = 0.03s, workload = kv, r% = 94%, mix = 94/2/3/1]"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("r% = 99.9%, mix = 99.9/0.0333/0.05/0.0167]"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("kv workload"), "{stdout}");
+    assert!(stdout.contains("| 2 | 99.9% |"), "{stdout}");
+    let report = read_json(&dir.join("results.json"));
+    assert_eq!(report["workload"], "kv");
+    assert_eq!(report["kv_writes"], "2:3:1");
+    let runs = report["runs"].as_array().unwrap();
+    for r in runs {
+        assert_eq!(r["workload"], "kv");
+        assert!(rwlocks.contains(&r["lock"].as_str().unwrap()), "{r}");
+        let hit = r["hit_rate"].as_f64().unwrap();
+        assert!(hit > 0.5 && hit <= 1.0, "lookups should mostly hit: {r}");
+        assert!(r.get("load").is_none(), "{r}");
+    }
+    assert!(runs.iter().any(|r| r["read_pct"].as_f64() == Some(99.9)));
+    assert!(runs.iter().any(|r| r["read_pct"].as_u64() == Some(94)));
+    for f in [
+        "throughput-rwlock-kv-r94.svg",
+        "fairness-rwlock-kv-r99.9.png",
+    ] {
+        assert!(dir.join(f).exists(), "{f} missing");
+    }
+}
+
+#[test]
+fn fractional_read_pct_in_the_lock_workload() {
+    let dir = tempdir("frac");
+    let out = locktest()
+        .args([
+            "bench",
+            "--lock",
+            "qrwlock,pl-rwlock,pl-mutex",
+            "--threads",
+            "2",
+        ])
+        .args([
+            "--read-pct",
+            "99.9,99.99",
+            "--runtime",
+            "0.03",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&dir)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let stdout = String::from_utf8(out).unwrap();
+    assert!(
+        stdout.contains("Running locktest with qrwlock [runtime = 0.03s, r% = 99.99%, load = 1]"),
+        "{stdout}"
+    );
+    // Mutexes ignore the read share and run once per thread count.
+    assert_eq!(stdout.matches("Running locktest with pl-mutex").count(), 1);
+    assert!(stdout.contains("| 2 | 99.9% | "), "{stdout}");
+    let report = read_json(&dir.join("results.json"));
+    let pcts: Vec<Option<f64>> = report["medians"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["lock"] == "qrwlock")
+        .map(|m| m["read_pct"].as_f64())
+        .collect();
+    assert_eq!(pcts, [Some(99.9), Some(99.99)]);
+    assert!(dir.join("throughput-rwlock-r99.99.png").exists());
+    assert!(dir.join("throughput-mutex.svg").exists());
 }
 
 /// A fresh folder under the target dir for one test's report files.

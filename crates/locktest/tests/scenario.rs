@@ -7,7 +7,13 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 /// Every scenario and how many before designs it runs by default.
-const SCENARIOS: &[(&str, usize)] = &[("pmtimer", 2), ("memtype", 2), ("vpt", 3)];
+const SCENARIOS: &[(&str, usize)] = &[
+    ("pmtimer", 2),
+    ("memtype", 2),
+    ("vpt", 3),
+    ("gnttab", 2),
+    ("p2m", 3),
+];
 
 fn locktest() -> Command {
     Command::cargo_bin("locktest").expect("locktest binary")
@@ -77,7 +83,7 @@ fn tiny(name: &str, extra: &[&str]) -> (String, Value) {
     let json = json_path(name);
     let out = locktest()
         .args(["scenario", name, "--runtime", "0.03", "--threads", "1,3"])
-        .args(["--rounds", "2", "--quiet", "--json"])
+        .args(["--rounds", "2", "--quiet", "--no-plots", "--json"])
         .arg(&json)
         .args(extra)
         .assert()
@@ -156,6 +162,49 @@ fn pmtimer_reports_recomputes_per_call() {
 }
 
 #[test]
+fn gnttab_and_p2m_report_their_grant_traffic() {
+    for name in ["gnttab", "p2m"] {
+        let (_, report) = tiny(name, &[]);
+        for r in report["runs"].as_array().unwrap() {
+            let m = &r["metrics"];
+            assert!(m["maps"].as_f64() > Some(0.0), "{r}");
+            assert!(m["copies"].as_f64() > Some(0.0), "{r}");
+            assert!(m["frames"].as_f64() >= Some(8.0), "{r}");
+        }
+    }
+}
+
+#[test]
+fn all_runs_every_scenario_with_charts() {
+    let dir = json_path("all").parent().unwrap().to_path_buf();
+    let out = locktest()
+        .args(["scenario", "all", "--runtime", "0.02", "--threads", "2"])
+        .args(["--rounds", "1", "--quiet", "--out"])
+        .arg(&dir)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let stdout = String::from_utf8(out).unwrap();
+    for &(name, befores) in SCENARIOS {
+        assert!(stdout.contains(&format!("Summary {name}: ")), "{stdout}");
+        let report: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("scenario-{name}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(report["runs"].as_array().unwrap().len(), befores + 1);
+        for chart in ["throughput", "fairness"] {
+            for ext in ["svg", "png"] {
+                let f = dir.join(format!("{chart}-scenario-{name}.{ext}"));
+                let len = std::fs::metadata(&f).map_or(0, |m| m.len());
+                assert!(len > 1000, "{} missing or empty", f.display());
+            }
+        }
+    }
+}
+
+#[test]
 fn list_names_every_scenario() {
     let assert = locktest().args(["scenario", "list"]).assert().success();
     let out = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
@@ -175,6 +224,8 @@ fn bad_arguments_exit_2_with_one_line() {
         &["scenario", "pmtimer", "--runtime", "-1"],
         &["scenario", "pmtimer", "--rounds", "0"],
         &["scenario", "pmtimer", "--bogus"],
+        &["scenario", "all", "--json", "x.json"],
+        &["scenario", "all", "--lock", "nope"],
     ];
     for args in cases {
         let assert = locktest()

@@ -1,17 +1,17 @@
-//! `memtype` (seed 004, x86 PAT `memtype_lock`): each page's memory type is
-//! two bits of its flag word, next to bits that other code sets without any
-//! lock (dirty, referenced...).
+//! `memtype` (Linux's x86 PAT `memtype_lock`; "memtype_lock contention",
+//! 2010): each page's memory type is two bits of its flag word, next to
+//! bits that other code sets without any lock (dirty, referenced...).
 //!
 //! - before: one global lock around every lookup (`lookup_memtype`) and
 //!   every type change (`set_page_memtype`: clear-bit and set-bit atomics,
 //!   which need the lock to change both bits as one). Lookups take the read
-//!   side, so `--lock pl-rwlock` is the seed's patch 2/2 (spinlock to rwlock,
-//!   rejected for want of a measured win).
+//!   side, so `--lock pl-rwlock` is the thread's patch 2/2 (spinlock to
+//!   rwlock, rejected for want of a measured win).
 //! - after: no lock. A type change is a cmpxchg loop on the page's flags
 //!   that replaces the two type bits and keeps every other bit; a lookup is
 //!   one load.
 //!
-//! Checked: the seed's first cut got its masks wrong and lost unrelated
+//! Checked: the patch's first cut got its masks wrong and lost unrelated
 //! bits. Every thread sets its own unrelated bit on random pages (lock-free,
 //! as `SetPageDirty` is) and remembers where; at the end each of those bits
 //! must still be set (`lost-bits`). Types are only ever set to one of three
@@ -20,14 +20,15 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::harness::{Rng, timed};
 use super::{Outcome, RunFn, Scenario, Setup, before_fn};
-use crate::locks::Lockable;
+use crate::harness::{self, Quiet};
+use crate::lockable::Lockable;
+use crate::rng::Rng;
 
 /// Pages tracked; their flag words live on separate cache lines, as in
 /// `struct page`.
 const PAGES: usize = 4096;
-/// The type bits (`_PGMT_*` in the seed): default 0, WC, UC-, WB.
+/// The type bits (`_PGMT_*` in the patch): default 0, WC, UC-, WB.
 const PGMT_WC: u64 = 1 << 0;
 const PGMT_UC_MINUS: u64 = 1 << 1;
 const PGMT_MASK: u64 = PGMT_WC | PGMT_UC_MINUS;
@@ -37,7 +38,7 @@ const OTHER: usize = 2;
 
 pub const SCENARIO: Scenario = Scenario {
     name: "memtype",
-    about: "seed 004: page memory-type bits; global lock vs cmpxchg on the flag word",
+    about: "Linux x86 PAT page memory types: global memtype_lock vs cmpxchg on the flag word",
     default_locks: &["qspinlock", "pl-mutex"],
     before: before_for,
     after_name: "after-cmpxchg",
@@ -101,23 +102,28 @@ impl Design for Cmpxchg {
 }
 
 fn before<L: Lockable<()>>(setup: &Setup) -> Result<Outcome, String> {
-    drive(setup, &Locked(L::new(())))
+    let lock = Locked(L::new(()));
+    drive(setup, &lock, || lock.0.state())
 }
 
 fn after(setup: &Setup) -> Result<Outcome, String> {
-    drive(setup, &Cmpxchg)
+    drive(setup, &Cmpxchg, String::new)
 }
 
-fn drive(setup: &Setup, design: &impl Design) -> Result<Outcome, String> {
+fn drive(
+    setup: &Setup,
+    design: &impl Design,
+    state: impl FnMut() -> String,
+) -> Result<Outcome, String> {
     let pages: Vec<Page> = (0..PAGES).map(|_| Page(AtomicU64::new(0))).collect();
-    let run = timed(&setup.what, setup.threads, setup.runtime, |i, stop| {
-        let mut rng = Rng::new(i);
+    let run = harness::run(&setup.spec(), &mut Quiet(state), |w| {
+        let i = w.index;
+        let mut rng = Rng::new(i as u64);
         let bit = 1u64 << (OTHER + i % 62);
         let (mut dirtied, mut typed) = (vec![0u64; PAGES / 64], vec![0u64; PAGES / 64]);
         let (mut ops, mut torn, mut retries) = (0u64, 0u64, 0u64);
-        // Relaxed: "stop soon"; the results travel through the join.
-        while !stop.load(Ordering::Relaxed) {
-            let p = rng.below(PAGES);
+        while !w.stopped() {
+            let p = rng.index(PAGES);
             let (word, mask, roll) = (p / 64, 1u64 << (p % 64), rng.next());
             let flags = &pages[p].0;
             if roll.is_multiple_of(16) {
@@ -153,8 +159,7 @@ fn drive(setup: &Setup, design: &impl Design) -> Result<Outcome, String> {
             ),
         ],
         violations: lost + torn,
-        cpu: run.cpu,
-        sample: run.sample,
+        stats: run.stats(),
     })
 }
 
@@ -162,7 +167,7 @@ fn drive(setup: &Setup, design: &impl Design) -> Result<Outcome, String> {
 mod tests {
     use super::*;
 
-    /// The seed's first cut: a type change that does not keep the other
+    /// The patch's first cut: a type change that does not keep the other
     /// bits. The check must catch it, even on one thread.
     struct Clobber;
 
@@ -176,9 +181,9 @@ mod tests {
         }
     }
 
-    fn setup() -> Setup {
+    fn setup(threads: usize) -> Setup {
         Setup {
-            threads: 1,
+            threads,
             runtime: std::time::Duration::from_millis(30),
             what: "memtype/test".into(),
         }
@@ -186,14 +191,33 @@ mod tests {
 
     #[test]
     fn lost_bits_are_caught() {
-        let out = drive(&setup(), &Clobber).unwrap();
+        let out = drive(&setup(1), &Clobber, String::new).unwrap();
         assert!(out.violations > 0);
     }
 
     #[test]
     fn both_designs_keep_every_bit() {
-        assert_eq!(drive(&setup(), &Cmpxchg).unwrap().violations, 0);
-        let locked = Locked(parking_lot::Mutex::new(()));
-        assert_eq!(drive(&setup(), &locked).unwrap().violations, 0);
+        assert_eq!(after(&setup(2)).unwrap().violations, 0);
+        assert_eq!(
+            before::<parking_lot::Mutex<()>>(&setup(2))
+                .unwrap()
+                .violations,
+            0
+        );
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn a_lock_that_does_not_lock_lets_lookups_see_half_changes() {
+        // Without the lock a lookup can fall between the clear and the set
+        // of a type change; a window of nanoseconds, so give it a few runs.
+        let caught = (0..20).any(|_| {
+            let s = Setup {
+                runtime: std::time::Duration::from_millis(100),
+                ..setup(4)
+            };
+            before::<crate::busted::Busted<()>>(&s).unwrap().violations > 0
+        });
+        assert!(caught, "a lock that does not lock went unnoticed");
     }
 }

@@ -1,29 +1,39 @@
-//! `locktest scenario NAME`: the seeds' before/after designs, side by side.
+//! `locktest scenario NAME|all|list`: real systems' lock designs, before
+//! and after the change that made them scale, side by side.
 //!
-//! Each scenario models one seed small: the "before" design (a lock,
-//! chosen with `--lock`) and the "after" design that replaced it. Per thread
-//! count, every round runs all variants back to back (the order reverses
-//! each round, so neither side always runs on a warmer machine); the
-//! summary shows, per thread count, the median over rounds of after's total
-//! op/s over each before's from the same round. Every variant also checks
-//! the invariant its design must keep and counts violations; any violation
-//! makes the command exit 1.
+//! Each scenario models one system small: the "before" design (a lock,
+//! chosen with `--lock`) and the "after" design that replaced it. Per
+//! thread count, every round runs all variants back to back (the order
+//! reverses each round, so neither side always runs on a warmer machine);
+//! the summary shows, per thread count, the median over rounds of after's
+//! total op/s over each before's from the same round. Every variant also
+//! checks the invariant its design must keep and counts violations; any
+//! violation makes the command exit 1. Runs go through the shared harness
+//! (`crate::harness`) and end up in the JSON and in charts like the bench's.
 //!
-//! One file per scenario: [`pmtimer`] (seed 003), [`memtype`] (seed 004),
-//! [`vpt`] (seed 002); [`harness`] runs the threads, [`record`] keeps the
-//! runs, prints them and writes the JSON.
+//! One file per scenario: [`pmtimer`] (Xen's ACPI PM timer), [`memtype`]
+//! (Linux's x86 PAT memtype lock), [`vpt`] (Xen's virtual platform timers
+//! after XSA-336), [`gnttab`] (Xen's grant tables), [`p2m`] (Xen's p2m
+//! taken nested in the grant table); [`grant_table`] is the grant-table
+//! model the last two share, [`record`] keeps the runs, prints them and
+//! writes the JSON.
 
-mod harness;
+mod gnttab;
+mod grant_table;
 mod memtype;
+mod p2m;
 mod pmtimer;
 mod record;
 mod vpt;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::bench::Sample;
-use crate::{Failure, ScenarioArgs, Usage};
+use crate::args::{self, ScenarioArgs};
+use crate::failure::{Failure, Usage};
+use crate::harness::{Spec, cores};
+use crate::plot;
+use crate::stats::Stats;
+use crate::stdout::emit;
 use record::{Report, ScenarioRun};
 
 /// One variant's run: `Setup` in, `Outcome` out.
@@ -39,16 +49,21 @@ pub struct Setup {
     pub what: String,
 }
 
+impl Setup {
+    /// The harness's run specification.
+    pub fn spec(&self) -> Spec<'_> {
+        Spec::new(&self.what, self.threads, self.runtime)
+    }
+}
+
 /// What a variant measured and checked.
 pub struct Outcome {
-    /// Per-thread operation counts and the measured time.
-    pub sample: Sample,
+    /// Per-thread operation counts and what follows.
+    pub stats: Stats,
     /// Scenario-specific numbers (name, value), printed and stored.
     pub metrics: Vec<(&'static str, f64)>,
     /// Broken invariants; must be 0.
     pub violations: u64,
-    /// CPU seconds the worker threads got.
-    pub cpu: f64,
 }
 
 /// A scenario: its before design per lock, its after design.
@@ -67,95 +82,141 @@ pub struct Scenario {
     pub after: RunFn,
 }
 
-/// Every scenario, in the order the seeds were landed.
-pub static SCENARIOS: &[Scenario] = &[pmtimer::SCENARIO, memtype::SCENARIO, vpt::SCENARIO];
+/// Every scenario, in the order they were added.
+pub static SCENARIOS: &[Scenario] = &[
+    pmtimer::SCENARIO,
+    memtype::SCENARIO,
+    vpt::SCENARIO,
+    gnttab::SCENARIO,
+    p2m::SCENARIO,
+];
 
 /// `before_fn!(name, function, Data)`: `function::<Lock<Data>>` for the
 /// registry lock called `name`, as a [`RunFn`] (one monomorphized loop per
-/// lock, as in the bench). A test keeps this in step with the registry.
+/// lock, as in the bench), through the registry's visit.
 macro_rules! before_fn {
-    ($name:expr, $f:ident, $data:ty) => {
-        match $name {
-            "qspinlock" => Some($f::<scalelock::QSpinLock<$data>> as $crate::scenarios::RunFn),
-            "qrwlock" => Some($f::<scalelock::QRwLock<$data>> as _),
-            "percpu-rwlock" => Some($f::<scalelock::PerCpuRwLock<$data>> as _),
-            "std-mutex" => Some($f::<std::sync::Mutex<$data>> as _),
-            "std-rwlock" => Some($f::<std::sync::RwLock<$data>> as _),
-            "pl-mutex" => Some($f::<parking_lot::Mutex<$data>> as _),
-            "pl-fairmutex" => Some($f::<parking_lot::FairMutex<$data>> as _),
-            "pl-rwlock" => Some($f::<parking_lot::RwLock<$data>> as _),
-            "spin-mutex" => Some($f::<spin::mutex::SpinMutex<$data>> as _),
-            "spin-ticket" => Some($f::<spin::mutex::TicketMutex<$data>> as _),
-            "spin-rwlock" => Some($f::<spin::RwLock<$data>> as _),
-            "sharded" => Some($f::<crossbeam_utils::sync::ShardedLock<$data>> as _),
-            _ => None,
+    ($name:expr, $f:ident, $data:ty) => {{
+        struct Before;
+        impl $crate::locks::Visit for Before {
+            type Out = $crate::scenarios::RunFn;
+            fn visit<F: $crate::locks::Family>(self) -> Self::Out {
+                $f::<F::Of<$data>>
+            }
         }
-    };
+        $crate::locks::visit($name, Before)
+    }};
 }
 use before_fn;
 
-/// `locktest scenario ...`: validate, run, print, write the JSON.
+/// `locktest scenario ...`: validate, run, print, write the JSON and charts.
 pub fn command(args: &ScenarioArgs) -> Result<(), Failure> {
     if args.name == "list" {
         for s in SCENARIOS {
-            crate::emit(&format!("{:<8}  {}\n", s.name, s.about));
+            emit(&format!("{:<8}  {}\n", s.name, s.about));
         }
         return Ok(());
     }
-    let names = || SCENARIOS.iter().map(|s| s.name).collect::<Vec<_>>();
-    let sc = SCENARIOS
-        .iter()
-        .find(|s| s.name == args.name)
-        .ok_or_else(|| {
-            let known = names().join(", ");
-            Usage(format!(
-                "unknown scenario '{}' (known: {known}, list)",
-                args.name
-            ))
-        })?;
-    let locks: Vec<String> = if args.lock.is_empty() {
+    let chosen: Vec<&Scenario> = if args.name == "all" {
+        if args.json.is_some() {
+            return Err(Usage(
+                "--json: `scenario all` writes one file per scenario, OUT/scenario-NAME.json \
+                 (choose OUT with --out)"
+                    .into(),
+            )
+            .into());
+        }
+        SCENARIOS.iter().collect()
+    } else {
+        let sc = SCENARIOS
+            .iter()
+            .find(|s| s.name == args.name)
+            .ok_or_else(|| {
+                let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+                Usage(format!(
+                    "unknown scenario '{}' (known: {}, all, list)",
+                    args.name,
+                    known.join(", ")
+                ))
+            })?;
+        vec![sc]
+    };
+    let c = cores();
+    let threads = args::thread_list(&args.threads, vec![1, c, 8 * c])?;
+    let runtime = args::check_seconds("--runtime", args.runtime)?;
+    let rounds = args::check_rounds(args.rounds)?;
+    // Every lock name is checked before anything runs.
+    let plans: Vec<(&Scenario, Vec<Variant>)> = chosen
+        .into_iter()
+        .map(|sc| Ok((sc, variants(sc, &args.lock)?)))
+        .collect::<Result<_, Usage>>()?;
+
+    let mut failed = Vec::new();
+    for (sc, variants) in plans {
+        let report = run(sc, &variants, &threads, runtime, rounds)?;
+        let json = args
+            .json
+            .clone()
+            .unwrap_or_else(|| args.out.join(format!("scenario-{}.json", sc.name)));
+        report.write(&json).map_err(Failure::Run)?;
+        let mut wrote = vec![json];
+        if !args.no_plots {
+            let panel = report.panel();
+            wrote.extend(plot::draw_all(&[panel], &args.out).map_err(Failure::Run)?);
+        }
+        if !args.quiet {
+            for f in wrote {
+                eprintln!("locktest: wrote {}", f.display());
+            }
+        }
+        if report.violations() > 0 {
+            failed.push(format!(
+                "{}: {} invariant violations",
+                sc.name,
+                report.violations()
+            ));
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Run(failed.join("; ")))
+    }
+}
+
+/// A variant: its name, its before lock (none for after), its run.
+type Variant = (String, Option<String>, RunFn);
+
+/// The before variants for `locks` (default: the scenario's), then after.
+fn variants(sc: &Scenario, locks: &[String]) -> Result<Vec<Variant>, Usage> {
+    let locks: Vec<String> = if locks.is_empty() {
         sc.default_locks.iter().map(|s| s.to_string()).collect()
     } else {
-        args.lock.clone()
+        locks.to_vec()
     };
-    let mut variants = Vec::new();
+    let mut out: Vec<Variant> = Vec::new();
     for l in &locks {
-        let run = (sc.before)(l).ok_or_else(|| {
-            Usage(format!(
-                "unknown lock '{l}' (known: {})",
-                crate::locks::names()
-            ))
-        })?;
+        let run = (sc.before)(l).ok_or_else(|| args::unknown_lock(l))?;
         let name = format!("before-{l}");
-        if !variants.iter().any(|v: &(String, _, _)| v.0 == name) {
-            variants.push((name, Some(l.clone()), run));
+        if !out.iter().any(|v| v.0 == name) {
+            out.push((name, Some(l.clone()), run));
         }
     }
-    variants.push((sc.after_name.to_string(), None, sc.after));
-    let c = crate::cores();
-    let mut threads = if args.threads.is_empty() {
-        vec![1, c, 8 * c]
-    } else {
-        args.threads.clone()
-    };
-    for t in &mut threads {
-        *t = crate::check_threads(*t)?;
-    }
-    let mut seen = Vec::new();
-    threads.retain(|t| {
-        !seen.contains(t) && {
-            seen.push(*t);
-            true
-        }
-    });
-    let runtime = crate::check_seconds("--runtime", args.runtime)?;
-    if args.rounds == 0 {
-        return Err(Usage("--rounds: must be at least 1".into()).into());
-    }
+    out.push((sc.after_name.to_string(), None, sc.after));
+    Ok(out)
+}
 
+/// Runs every variant of `sc` at every thread count for `rounds` rounds,
+/// printing each run and the summary.
+fn run(
+    sc: &Scenario,
+    variants: &[Variant],
+    threads: &[usize],
+    runtime: f64,
+    rounds: u32,
+) -> Result<Report, Failure> {
     let mut runs = Vec::new();
-    for &t in &threads {
-        for round in 1..=args.rounds {
+    for &t in threads {
+        for round in 1..=rounds {
             let mut order: Vec<_> = variants.iter().collect();
             if round.is_multiple_of(2) {
                 order.reverse();
@@ -168,27 +229,14 @@ pub fn command(args: &ScenarioArgs) -> Result<(), Failure> {
                 };
                 let out = run(&setup).map_err(Failure::Run)?;
                 let rec = ScenarioRun::new(sc.name, variant, lock.clone(), runtime, round, out);
-                crate::emit(&rec.seed_lines());
+                emit(&rec.seed_lines());
                 runs.push(rec);
             }
         }
     }
-    let report = Report::new(sc.name, runtime, args.rounds, runs);
-    crate::emit(&report.summary());
-    let json = args.json.clone().unwrap_or_else(|| {
-        PathBuf::from("locktest-report").join(format!("scenario-{}.json", sc.name))
-    });
-    report.write(&json).map_err(Failure::Run)?;
-    if !args.quiet {
-        eprintln!("locktest: wrote {}", json.display());
-    }
-    match report.violations() {
-        0 => Ok(()),
-        v => Err(Failure::Run(format!(
-            "{}: {v} invariant violations",
-            sc.name
-        ))),
-    }
+    let report = Report::new(sc.name, runtime, rounds, runs);
+    emit(&report.summary());
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -1,27 +1,31 @@
-//! `pmtimer` (seed 003, Xen's `handle_pmt_io`): every vCPU that reads the
-//! ACPI PM timer wants a value computed after it asked.
+//! `pmtimer` (Xen's `handle_pmt_io`, the ACPI PM timer emulation; "pmtimer
+//! scalability", xen-devel 2010): every vCPU that reads the ACPI PM timer
+//! wants a value computed after it asked.
 //!
 //! - before: take the lock, recompute (`pmt_update_time`: read the hardware
 //!   counter, advance the timer value, a few µs of emulation work), return,
 //!   unlock. Every call recomputes, one at a time.
 //! - after: [`scalelock::RefreshOnce`]. One caller recomputes; everyone who
 //!   arrived before that recomputation started shares its result, and nobody
-//!   gets a value from before its arrival (the seed's rejected patches either
+//!   gets a value from before its arrival (the thread's rejected patches either
 //!   returned stale values or waited for an unbounded number of updates).
 //!
 //! Checked on every call: the value's counter reading is not older than the
 //! caller's arrival (`stale`), and a thread's timer values never go
-//! backwards. Both count as violations. Metric: `recomputes/call` (1 for
-//! before; under contention well below 1 for after).
+//! backwards. Before also checks what its lock is for: the state it finds
+//! is never older than one it produced itself (two updates that overlap
+//! store out of order and send the timer back in time). All count as
+//! violations. Metric: `recomputes/call` (1 for before; under contention
+//! well below 1 for after).
 
 use std::hint::black_box;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use scalelock::RefreshOnce;
 
-use super::{Outcome, RunFn, Scenario, Setup, before_fn, harness};
-use crate::locks::Lockable;
+use super::{Outcome, RunFn, Scenario, Setup, before_fn};
+use crate::harness::{self, Quiet};
+use crate::lockable::Lockable;
 
 /// The timer state: `[counter reading in ns, timer value in ticks]`.
 type Pmt = [u64; 2];
@@ -34,7 +38,7 @@ const PMT_HZ: u128 = 3_579_545;
 
 pub const SCENARIO: Scenario = Scenario {
     name: "pmtimer",
-    about: "seed 003: N vCPUs read a fresh timer; lock + recompute each vs RefreshOnce",
+    about: "Xen ACPI PM timer: N vCPUs read a fresh timer; lock + recompute each vs RefreshOnce",
     default_locks: &["qspinlock", "pl-mutex"],
     before: before_for,
     after_name: "after-refresh-once",
@@ -64,13 +68,25 @@ fn update(base: Instant, s: &Pmt) -> Pmt {
     [now, s[1] + ticks]
 }
 
+/// One thread's calls so far.
+#[derive(Default)]
+struct Caller {
+    recomputes: u64,
+    /// The counter reading of the last state this thread stored.
+    last_made: u64,
+    /// States found older than one this thread had stored.
+    back_in_time: u64,
+}
+
 fn before<L: Lockable<Pmt>>(setup: &Setup) -> Result<Outcome, String> {
     let base = Instant::now();
     let lock = L::new([0, 0]);
-    drive(setup, base, |recomputes| {
-        *recomputes += 1;
+    drive(setup, base, &mut Quiet(|| lock.state()), |c| {
+        c.recomputes += 1;
         lock.with_write(|s| {
+            c.back_in_time += u64::from(s[0] < c.last_made);
             *s = update(base, s);
+            c.last_made = s[0];
             *s
         })
     })
@@ -79,39 +95,75 @@ fn before<L: Lockable<Pmt>>(setup: &Setup) -> Result<Outcome, String> {
 fn after(setup: &Setup) -> Result<Outcome, String> {
     let base = Instant::now();
     let timer: RefreshOnce<Pmt> = RefreshOnce::new([0, 0]);
-    drive(setup, base, |recomputes| {
+    drive(setup, base, &mut Quiet(|| format!("{timer:?}")), |c| {
         timer.refresh(|s| {
-            *recomputes += 1;
+            c.recomputes += 1;
             update(base, s)
         })
     })
 }
 
 /// Every thread reads the timer until stopped; `read` returns a value and
-/// counts the recomputations its thread ran.
+/// keeps its thread's tally.
 fn drive(
     setup: &Setup,
     base: Instant,
-    read: impl Fn(&mut u64) -> Pmt + Sync,
+    monitor: &mut impl harness::Monitor,
+    read: impl Fn(&mut Caller) -> Pmt + Sync,
 ) -> Result<Outcome, String> {
-    let run = harness::timed(&setup.what, setup.threads, setup.runtime, |_, stop| {
-        let (mut calls, mut recomputes, mut bad, mut last) = (0u64, 0u64, 0u64, 0u64);
-        // Relaxed: "stop soon"; the counts travel through the join.
-        while !stop.load(Ordering::Relaxed) {
+    let run = harness::run(&setup.spec(), monitor, |w| {
+        let (mut calls, mut bad, mut last) = (0u64, 0u64, 0u64);
+        let mut caller = Caller::default();
+        while !w.stopped() {
             let arrival = hw_ns(base);
-            let [read_at, value] = read(&mut recomputes);
+            let [read_at, value] = read(&mut caller);
             bad += u64::from(read_at < arrival) + u64::from(value < last);
             last = value;
             calls += 1;
         }
-        (calls, (recomputes, bad))
+        (calls, (caller.recomputes, bad + caller.back_in_time))
     })?;
-    let calls: u64 = run.sample.counts.iter().sum();
+    let calls: u64 = run.counts.iter().sum();
     let recomputes: u64 = run.found.iter().map(|f| f.0).sum();
     Ok(Outcome {
         metrics: vec![("recomputes/call", recomputes as f64 / calls.max(1) as f64)],
         violations: run.found.iter().map(|f| f.1).sum(),
-        cpu: run.cpu,
-        sample: run.sample,
+        stats: run.stats(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::busted::Busted;
+
+    fn setup(threads: usize) -> Setup {
+        Setup {
+            threads,
+            runtime: Duration::from_millis(100),
+            what: "pmtimer/test".into(),
+        }
+    }
+
+    #[test]
+    fn both_designs_keep_the_invariants() {
+        assert_eq!(
+            before::<parking_lot::Mutex<Pmt>>(&setup(3))
+                .unwrap()
+                .violations,
+            0
+        );
+        assert_eq!(after(&setup(3)).unwrap().violations, 0);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn a_lock_that_does_not_lock_sends_the_timer_back() {
+        // Overlapping updates store out of order; within a few tries of
+        // 100 ms some thread finds the timer older than it left it.
+        let caught = (0..10).any(|_| before::<Busted<Pmt>>(&setup(4)).unwrap().violations > 0);
+        assert!(caught, "a lock that does not lock went unnoticed");
+    }
 }

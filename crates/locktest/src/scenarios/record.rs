@@ -8,8 +8,10 @@ use serde::Serialize;
 
 use super::Outcome;
 use crate::format;
-use crate::locks::Kind;
-use crate::report::median;
+use crate::json::write_json;
+use crate::lockable::Kind;
+use crate::plot::{Panel, Series};
+use crate::stats::{Stats, median};
 
 /// One variant's run in one round.
 #[derive(Debug, Serialize)]
@@ -22,33 +24,15 @@ pub struct ScenarioRun {
     pub design: &'static str,
     /// The before design's lock; `null` for after.
     pub lock: Option<String>,
-    /// Worker threads.
-    pub threads: usize,
     /// Round number, from 1.
     pub round: u32,
     /// Requested runtime, seconds.
     pub runtime: f64,
-    /// Measured time from start gate to stop flag, seconds.
-    pub elapsed: f64,
-    /// Operations completed by each thread.
-    pub counts: Vec<u64>,
-    /// Fewest, mean (rounded) and most operations of one thread.
-    pub min: u64,
-    /// See `min`.
-    pub mean: u64,
-    /// See `min`.
-    pub max: u64,
-    /// All operations over `elapsed`, op/s.
-    pub total_rate: u64,
-    /// `total_rate` per thread, op/s.
-    pub percpu_rate: u64,
-    /// CPU seconds the worker threads got.
-    pub cpu: f64,
-    /// `cpu` over what the threads could have used (`elapsed` × the lesser
-    /// of threads and cores). Below 1: other load took the CPUs (on a
-    /// shared machine the rates then say little) or the threads slept
-    /// waiting (parked on a lock).
-    pub cpu_share: f64,
+    /// Threads, per-thread counts, the seed format's numbers and the CPU
+    /// share (below 1: other load took the CPUs, or the threads slept on
+    /// a lock; a starved run's rates say little).
+    #[serde(flatten)]
+    pub stats: Stats,
     /// Scenario-specific numbers.
     pub metrics: BTreeMap<&'static str, f64>,
     /// Broken invariants; must be 0.
@@ -56,7 +40,7 @@ pub struct ScenarioRun {
 }
 
 impl ScenarioRun {
-    /// Derives the printed statistics from an outcome.
+    /// The record of one variant's outcome.
     pub fn new(
         scenario: &str,
         variant: &str,
@@ -65,28 +49,14 @@ impl ScenarioRun {
         round: u32,
         out: Outcome,
     ) -> Self {
-        let counts = out.sample.counts;
-        let threads = counts.len().max(1);
-        let sum: u64 = counts.iter().sum();
-        let elapsed = out.sample.elapsed.as_secs_f64();
-        let total = sum as f64 / elapsed;
         ScenarioRun {
             scenario: scenario.to_string(),
             variant: variant.to_string(),
             design: if lock.is_some() { "before" } else { "after" },
             lock,
-            threads: counts.len(),
             round,
             runtime,
-            elapsed,
-            min: counts.iter().copied().min().unwrap_or(0),
-            mean: (sum as f64 / threads as f64).round() as u64,
-            max: counts.iter().copied().max().unwrap_or(0),
-            total_rate: total.round() as u64,
-            percpu_rate: (total / threads as f64).round() as u64,
-            counts,
-            cpu: out.cpu,
-            cpu_share: out.cpu / (elapsed * threads.min(crate::cores()) as f64),
+            stats: out.stats,
             metrics: out.metrics.into_iter().collect(),
             violations: out.violations,
         }
@@ -95,16 +65,17 @@ impl ScenarioRun {
     /// The seed's three lines plus one line: CPU share, metrics, violations.
     pub fn seed_lines(&self) -> String {
         let name = format!("{}/{}", self.scenario, self.variant);
-        let mut metrics = format!("cpu-share = {:.2}, ", self.cpu_share);
+        let s = &self.stats;
+        let mut metrics = format!("cpu-share = {:.2}, ", s.cpu_share);
         for (k, v) in &self.metrics {
             let _ = write!(metrics, "{k} = {}, ", number(*v));
         }
         format!(
             "{}\n{}\n{}\nThreads = {}, {metrics}violations = {}\n\n",
             format::header(&name, Kind::Mutex, self.runtime, None, 1),
-            format::min_mean_max(self.threads, self.min, self.mean, self.max),
-            format::rates(self.threads, self.total_rate, self.percpu_rate),
-            self.threads,
+            format::min_mean_max(s.threads, s.min, s.mean, s.max),
+            format::rates(s.threads, s.total_rate, s.percpu_rate),
+            s.threads,
             self.violations,
         )
     }
@@ -164,12 +135,12 @@ impl Report {
                 variants.push((&r.variant, r.design));
             }
         }
-        let mut threads: Vec<usize> = runs.iter().map(|r| r.threads).collect();
+        let mut threads: Vec<usize> = runs.iter().map(|r| r.stats.threads).collect();
         threads.dedup();
         let rate = |t: usize, v: &str, round: u32| {
             runs.iter()
-                .find(|r| r.threads == t && r.variant == v && r.round == round)
-                .map_or(0.0, |r| r.total_rate as f64)
+                .find(|r| r.stats.threads == t && r.variant == v && r.round == round)
+                .map_or(0.0, |r| r.stats.total_rate as f64)
         };
         for t in threads {
             for &(a, _) in variants.iter().filter(|v| v.1 == "after") {
@@ -190,7 +161,7 @@ impl Report {
         Report {
             tool: concat!("locktest ", env!("CARGO_PKG_VERSION")).to_string(),
             scenario: scenario.to_string(),
-            cores: crate::cores(),
+            cores: crate::harness::cores(),
             runtime,
             rounds,
             runs,
@@ -227,12 +198,61 @@ impl Report {
 
     /// Writes the JSON, creating its folder.
     pub fn write(&self, path: &Path) -> Result<(), String> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        write_json(self, path)
+    }
+
+    /// The charts' data: one line per variant, at each thread count the
+    /// run with the median total rate over the rounds.
+    pub fn panel(&self) -> Panel<'_> {
+        let mut threads: Vec<usize> = self.runs.iter().map(|r| r.stats.threads).collect();
+        threads.sort_unstable();
+        threads.dedup();
+        let mut variants: Vec<&ScenarioRun> = Vec::new();
+        for r in &self.runs {
+            if !variants.iter().any(|v| v.variant == r.variant) {
+                variants.push(r);
+            }
         }
-        let json = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
-        std::fs::write(path, json + "\n")
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        let series = variants
+            .into_iter()
+            .map(|first| {
+                let v = first.variant.as_str();
+                let points = threads
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, &t)| {
+                        let mut of: Vec<&ScenarioRun> = self
+                            .runs
+                            .iter()
+                            .filter(|r| r.variant == v && r.stats.threads == t)
+                            .collect();
+                        of.sort_by_key(|r| r.stats.total_rate);
+                        of.get(of.len().saturating_sub(1) / 2)
+                            .map(|r| (i, &r.stats))
+                    })
+                    .collect();
+                let ours = match &first.lock {
+                    None => true,
+                    Some(l) => crate::locks::find(l).is_some_and(|l| l.ours),
+                };
+                Series {
+                    name: v.to_string(),
+                    ours,
+                    points,
+                }
+            })
+            .collect();
+        Panel {
+            stem: format!("scenario-{}", self.scenario),
+            title: format!(
+                "scenario {} (runtime = {}s, median of {} round{})",
+                self.scenario,
+                self.runtime,
+                self.rounds,
+                if self.rounds == 1 { "" } else { "s" }
+            ),
+            threads,
+            series,
+        }
     }
 }

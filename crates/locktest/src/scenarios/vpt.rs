@@ -1,5 +1,5 @@
-//! `vpt` (seed 002, Xen's virtual platform timers after XSA-336): a domain
-//! of V vCPUs (one per thread), each with a list of timers under its own
+//! `vpt` (Xen's virtual platform timers after XSA-336; "Performance
+//! regression due to XSA-336", xen-devel 2021): a domain of V vCPUs (one per thread), each with a list of timers under its own
 //! lock (`tm_lock`). Almost every operation is a VM exit on a thread's own
 //! vCPU that updates one of its timers (`pt_update_irq`); one in
 //! [`MIGRATE_EVERY`] moves a random timer to the thread's vCPU
@@ -8,41 +8,43 @@
 //! - before (XSA-336): a per-domain rwlock (`pt_migrate`, `--lock`) keeps
 //!   `timer.vcpu` stable. Every VM exit takes its read side before the vCPU
 //!   lock, so all vCPUs write the rwlock's shared word; a migration holds
-//!   the write side.
-//! - after (the seed's patch): each timer has a lock that owns `timer.vcpu`
-//!   ([`QSpinLock<usize>`]: no way to read the owner without it). A VM exit
-//!   takes only its vCPU lock. A migration locks the timer, locks its owner
-//!   vCPU, unlinks it, unlocks, sets the new owner, locks the new vCPU,
-//!   links it, unlocks both: the seed's group 3, 9 steps.
+//!   the write side, which alone guards `timer.vcpu` (a plain field here,
+//!   kept in a [`Busted`] cell: a lock that does not lock, since the
+//!   domain lock does the excluding).
+//! - after (the fix, Boris Ostrovsky and Stephen Brennan): each timer has a
+//!   lock that owns `timer.vcpu` ([`QSpinLock<usize>`]: no way to read the
+//!   owner without it). A VM exit takes only its vCPU lock. A migration
+//!   locks the timer, locks its owner vCPU, unlinks it, unlocks, sets the
+//!   new owner, locks the new vCPU, links it, unlocks both: the fix's
+//!   group 3, 9 steps.
 //!
 //! Lock order: domain rwlock (before only), then timer, then vCPU. A thread
 //! holds at most one timer lock and one vCPU lock, and takes nothing while
 //! holding a vCPU lock, so a waiter for a timer lock holds no vCPU lock and
 //! a vCPU holder waits for nothing: no cycle, no deadlock. The vCPU lists
-//! and the per-timer locks are `QSpinLock`s in both designs; before also
-//! takes the (then uncontended) timer lock in its rare migrations.
+//! are `QSpinLock`s in both designs.
 //!
 //! Checked: a migration finds the timer in its owner's list; at the end
 //! every timer is in exactly one list, the one its owner names, and the
 //! timers' update counts add up to the VM exits that updated one.
 
-use std::sync::atomic::Ordering;
-
 use crossbeam_utils::CachePadded;
 use scalelock::QSpinLock;
 
-use super::harness::{Rng, timed};
 use super::{Outcome, RunFn, Scenario, Setup, before_fn};
-use crate::locks::Lockable;
+use crate::busted::Busted;
+use crate::harness::{self, Quiet};
+use crate::lockable::Lockable;
+use crate::rng::Rng;
 
 /// Timers per vCPU at the start.
 const TIMERS_PER_VCPU: usize = 4;
 /// One operation in this many is a migration.
-const MIGRATE_EVERY: usize = 1000;
+const MIGRATE_EVERY: u32 = 1000;
 
 pub const SCENARIO: Scenario = Scenario {
     name: "vpt",
-    about: "seed 002: vCPU timers; per-domain rwlock on every VM exit vs per-timer lock",
+    about: "Xen vCPU timers (XSA-336): per-domain rwlock on every VM exit vs per-timer lock",
     default_locks: &["pl-rwlock", "qrwlock", "percpu-rwlock"],
     before: before_for,
     after_name: "after-per-timer-lock",
@@ -93,20 +95,22 @@ impl Outer for PerTimer {
 }
 
 fn before<L: Lockable<()>>(setup: &Setup) -> Result<Outcome, String> {
-    drive(setup, &DomainLock(L::new(())))
+    let outer = DomainLock(L::new(()));
+    drive::<Busted<usize>>(setup, &outer, MIGRATE_EVERY, || outer.0.state())
 }
 
 fn after(setup: &Setup) -> Result<Outcome, String> {
-    drive(setup, &PerTimer)
+    drive::<QSpinLock<usize>>(setup, &PerTimer, MIGRATE_EVERY, String::new)
 }
 
-/// The domain: vCPU timer lists and each timer's owner.
-struct Domain {
+/// The domain: vCPU timer lists and each timer's owner, under an `O`
+/// (the per-timer lock after the fix; nothing of its own before it).
+struct Domain<O> {
     vcpus: Vec<CachePadded<QSpinLock<Vec<Timer>>>>,
-    owner: Vec<CachePadded<QSpinLock<usize>>>,
+    owner: Vec<CachePadded<O>>,
 }
 
-impl Domain {
+impl<O: Lockable<usize>> Domain<O> {
     /// `v` vCPUs, each with its `TIMERS_PER_VCPU` timers.
     fn new(v: usize) -> Self {
         let vcpus = (0..v).map(|c| {
@@ -118,7 +122,7 @@ impl Domain {
         let owner = (0..v * TIMERS_PER_VCPU).map(|id| id / TIMERS_PER_VCPU);
         Domain {
             vcpus: vcpus.collect(),
-            owner: owner.map(|c| CachePadded::new(QSpinLock::new(c))).collect(),
+            owner: owner.map(|c| CachePadded::new(O::new(c))).collect(),
         }
     }
 
@@ -132,31 +136,43 @@ impl Domain {
     /// Moves timer `t` to vCPU `to`: whether it moved, or `None` if it was
     /// not where its owner said.
     fn migrate(&self, t: usize, to: usize) -> Option<bool> {
-        let mut owner = self.owner[t].lock();
-        if *owner == to {
-            return Some(false);
-        }
-        let timer = {
-            let mut list = self.vcpus[*owner].lock();
-            let at = list.iter().position(|x| x.id == t)?;
-            list.swap_remove(at)
-        };
-        *owner = to;
-        self.vcpus[to].lock().push(timer);
-        Some(true)
+        self.owner[t].with_write(|owner| {
+            if *owner == to {
+                return Some(false);
+            }
+            let timer = {
+                let mut list = self.vcpus[*owner].lock();
+                let at = list.iter().position(|x| x.id == t)?;
+                list.swap_remove(at)
+            };
+            *owner = to;
+            self.vcpus[to].lock().push(timer);
+            Some(true)
+        })
+    }
+
+    /// Who owns timer `t`.
+    fn owner_of(&self, t: usize) -> usize {
+        self.owner[t].with_read(|o| *o)
     }
 }
 
-fn drive(setup: &Setup, outer: &impl Outer) -> Result<Outcome, String> {
+/// One vCPU per thread; one operation in `migrate_every` migrates.
+fn drive<O: Lockable<usize>>(
+    setup: &Setup,
+    outer: &impl Outer,
+    migrate_every: u32,
+    state: impl FnMut() -> String,
+) -> Result<Outcome, String> {
     let (v, n) = (setup.threads, setup.threads * TIMERS_PER_VCPU);
-    let dom = Domain::new(v);
-    let run = timed(&setup.what, v, setup.runtime, |i, stop| {
-        let mut rng = Rng::new(i);
+    let dom: Domain<O> = Domain::new(v);
+    let run = harness::run(&setup.spec(), &mut Quiet(state), |w| {
+        let i = w.index;
+        let mut rng = Rng::new(i as u64);
         let (mut ops, mut updates, mut moves, mut lost) = (0u64, 0u64, 0u64, 0u64);
-        // Relaxed: "stop soon"; the results travel through the join.
-        while !stop.load(Ordering::Relaxed) {
-            if rng.below(MIGRATE_EVERY) == 0 {
-                let t = rng.below(n);
+        while !w.stopped() {
+            if rng.below(migrate_every) == 0 {
+                let t = rng.index(n);
                 match outer.write(|| dom.migrate(t, i)) {
                     Some(moved) => moves += u64::from(moved),
                     None => lost += 1,
@@ -175,7 +191,7 @@ fn drive(setup: &Setup, outer: &impl Outer) -> Result<Outcome, String> {
     for (c, list) in dom.vcpus.iter().enumerate() {
         for t in list.lock().iter() {
             seen[t.id] += 1;
-            bad += u64::from(*dom.owner[t.id].lock() != c);
+            bad += u64::from(dom.owner_of(t.id) != c);
             counted += t.updates;
         }
     }
@@ -190,8 +206,7 @@ fn drive(setup: &Setup, outer: &impl Outer) -> Result<Outcome, String> {
             ("timers", n as f64),
         ],
         violations: bad,
-        cpu: run.cpu,
-        sample: run.sample,
+        stats: run.stats(),
     })
 }
 
@@ -201,13 +216,54 @@ mod tests {
 
     #[test]
     fn migration_moves_and_checks_the_owner() {
-        let dom = Domain::new(2);
+        let dom: Domain<QSpinLock<usize>> = Domain::new(2);
         assert_eq!(dom.migrate(0, 0), Some(false));
         assert_eq!(dom.migrate(0, 1), Some(true));
-        assert_eq!(*dom.owner[0].lock(), 1);
+        assert_eq!(dom.owner_of(0), 1);
         assert_eq!(dom.vcpus[1].lock().len(), TIMERS_PER_VCPU + 1);
         // An owner that names the wrong vCPU is caught, not followed.
         *dom.owner[1].lock() = 1;
         assert_eq!(dom.migrate(1, 0), None);
+    }
+
+    fn setup() -> Setup {
+        Setup {
+            threads: 4,
+            runtime: std::time::Duration::from_millis(100),
+            what: "vpt/test".into(),
+        }
+    }
+
+    #[test]
+    fn both_designs_keep_every_timer_in_place() {
+        let before = DomainLock(parking_lot::RwLock::new(()));
+        let out = drive::<Busted<usize>>(&setup(), &before, 2, String::new).unwrap();
+        assert_eq!(out.violations, 0);
+        let out = drive::<QSpinLock<usize>>(&setup(), &PerTimer, 2, String::new).unwrap();
+        assert_eq!(out.violations, 0);
+        assert!(out.metrics[0].1 > 0.0, "no migration ran");
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn each_design_fails_without_its_lock() {
+        // Before without its domain lock, after without its per-timer
+        // lock: two migrations of one timer race (migrations every other
+        // operation make that quick).
+        let none = DomainLock(Busted::<()>::new(()));
+        let caught = (0..10).any(|_| {
+            drive::<Busted<usize>>(&setup(), &none, 2, String::new)
+                .unwrap()
+                .violations
+                > 0
+        });
+        assert!(caught, "before without its domain lock went unnoticed");
+        let caught = (0..10).any(|_| {
+            drive::<Busted<usize>>(&setup(), &PerTimer, 2, String::new)
+                .unwrap()
+                .violations
+                > 0
+        });
+        assert!(caught, "after without its per-timer lock went unnoticed");
     }
 }

@@ -1,0 +1,190 @@
+//! The `kv` workload (`locktest bench --workload kv`): threads run a
+//! key-value mix against one `HashMap<u64, u64>` behind the lock, after
+//! bustle's `read_heavy` mix (Jon Gjengset's concurrent-map benchmark):
+//! 94% lookups, 2% inserts, 3% updates, 1% removes.
+//!
+//! `--read-pct` sets the lookup share (default 94); the rest is split
+//! among inserts, updates and removes by `--kv-writes` weights (default
+//! `2:3:1`, bustle's). Lookups take the read lock, the rest the write lock.
+//!
+//! The map has [`KEYS`] possible keys (spread over `u64` by a mixing
+//! function) and starts with [`PREFILL`] of them, so lookups mostly hit;
+//! inserts and removes keep the fill near `insert / (insert + remove)` of
+//! the keys (2/3 with the default weights). Each thread picks keys
+//! uniformly at random, so every thread touches the whole map, as a shared
+//! cache's users do. The run reports the share of lookups that hit.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::hint::black_box;
+
+use crate::harness::{self, Quiet, Spec};
+use crate::lockable::Lockable;
+use crate::pct::Pct;
+use crate::rng::{MILLION, Rng};
+use crate::stats::Stats;
+
+/// The protected map.
+pub type Map = HashMap<u64, u64>;
+
+/// Distinct keys the threads draw from.
+pub const KEYS: u32 = 1 << 16;
+/// Keys in the map when the run starts: three quarters.
+pub const PREFILL: u32 = KEYS / 4 * 3;
+
+/// How the non-lookup share splits: insert, update, remove weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KvMix {
+    /// Weight of inserts.
+    pub insert: u32,
+    /// Weight of updates (lookup and change a value in place).
+    pub update: u32,
+    /// Weight of removes.
+    pub remove: u32,
+}
+
+impl KvMix {
+    /// bustle's `read_heavy`: 2% insert, 3% update, 1% remove.
+    pub const READ_HEAVY: KvMix = KvMix {
+        insert: 2,
+        update: 3,
+        remove: 1,
+    };
+    /// bustle's `read_heavy` lookup share.
+    pub const DEFAULT_READ: Pct = Pct::whole(94);
+
+    /// Parses `INSERT:UPDATE:REMOVE` weights (`2:3:1`).
+    pub fn parse(s: &str) -> Result<KvMix, String> {
+        let parts: Vec<&str> = s.split(':').collect();
+        let nums: Option<Vec<u32>> = parts.iter().map(|p| p.trim().parse().ok()).collect();
+        match nums.as_deref() {
+            Some(&[insert, update, remove])
+                if insert.max(update).max(remove) <= 1000 && insert + update + remove > 0 =>
+            {
+                Ok(KvMix {
+                    insert,
+                    update,
+                    remove,
+                })
+            }
+            _ => Err(format!(
+                "'{s}' is not INSERT:UPDATE:REMOVE weights (three whole numbers up to 1000, \
+                 not all 0, e.g. 2:3:1)"
+            )),
+        }
+    }
+
+    /// The shares of lookups, inserts, updates and removes at lookup share
+    /// `read` (they add up to 100%).
+    pub fn shares(self, read: Pct) -> [Pct; 4] {
+        let writes = u64::from(MILLION - read.ppm());
+        let sum = u64::from(self.insert + self.update + self.remove);
+        let insert = (writes * u64::from(self.insert) / sum) as u32;
+        let update = (writes * u64::from(self.update) / sum) as u32;
+        let remove = writes as u32 - insert - update;
+        [read.ppm(), insert, update, remove].map(Pct::from_ppm)
+    }
+
+    /// `94/2/3/1`: the four shares at `read`, in percent.
+    pub fn describe(self, read: Pct) -> String {
+        let s = self.shares(read);
+        format!("{}/{}/{}/{}", s[0], s[1], s[2], s[3])
+    }
+}
+
+/// `2:3:1`.
+impl fmt::Display for KvMix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.insert, self.update, self.remove)
+    }
+}
+
+/// Key number `i` spread over `u64` (splitmix64's finalizer: a bijection,
+/// so distinct numbers stay distinct keys).
+fn key(i: u32) -> u64 {
+    let mut z = u64::from(i).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The map the run starts from: [`PREFILL`] keys, room for all [`KEYS`].
+fn prefilled() -> Map {
+    let mut map = HashMap::with_capacity(KEYS as usize);
+    map.extend((0..PREFILL).map(|i| (key(i), u64::from(i))));
+    map
+}
+
+/// One run of the mix with lock type `L`: the statistics and the share of
+/// lookups that hit.
+pub fn run<L: Lockable<Map>>(spec: &Spec, read: Pct, mix: KvMix) -> Result<(Stats, f64), String> {
+    let lock = L::new(prefilled());
+    let [r, i, u, _] = mix.shares(read).map(Pct::ppm);
+    let (to_insert, to_update) = (r + i, r + i + u);
+    let run = harness::run(spec, &mut Quiet(|| lock.state()), |w| {
+        let mut rng = Rng::new(w.index as u64);
+        let (mut ops, mut lookups, mut hits) = (0u64, 0u64, 0u64);
+        while !w.stopped() {
+            let k = key(rng.below(KEYS));
+            let roll = rng.below(MILLION);
+            if roll < r {
+                let hit = lock.with_read(|m| m.get(&k).copied());
+                lookups += 1;
+                hits += u64::from(black_box(hit).is_some());
+            } else if roll < to_insert {
+                lock.with_write(|m| m.insert(k, ops));
+            } else if roll < to_update {
+                lock.with_write(|m| m.get_mut(&k).map(|v| *v = v.wrapping_add(1)));
+            } else {
+                lock.with_write(|m| m.remove(&k));
+            }
+            ops += 1;
+        }
+        (ops, (lookups, hits))
+    })?;
+    let (lookups, hits) = run.found.iter().fold((0, 0), |a, f| (a.0 + f.0, a.1 + f.1));
+    Ok((run.stats(), hits as f64 / lookups.max(1) as f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixes_add_up_and_print() {
+        let m = KvMix::READ_HEAVY;
+        assert_eq!(m.describe(KvMix::DEFAULT_READ), "94/2/3/1");
+        let shares = m.shares(Pct::parse("99.9").unwrap());
+        assert_eq!(shares.iter().map(|s| s.ppm()).sum::<u32>(), MILLION);
+        assert_eq!(
+            m.describe(Pct::parse("99.9").unwrap()),
+            "99.9/0.0333/0.05/0.0167"
+        );
+        assert_eq!(KvMix::parse("2:3:1"), Ok(m));
+        assert_eq!(
+            KvMix::parse("0:1:0").unwrap().describe(Pct::whole(50)),
+            "50/0/50/0"
+        );
+        for bad in ["", "2:3", "2:3:1:4", "0:0:0", "a:b:c", "-1:2:3", "2000:1:1"] {
+            assert!(KvMix::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn keys_are_distinct_and_lookups_mostly_hit() {
+        let mut seen: Vec<u64> = (0..KEYS).map(key).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), KEYS as usize);
+
+        let spec = Spec::new("kv-test", 2, std::time::Duration::from_millis(30));
+        let (stats, hits) =
+            run::<parking_lot::RwLock<Map>>(&spec, KvMix::DEFAULT_READ, KvMix::READ_HEAVY).unwrap();
+        assert!(stats.total > 0);
+        assert!((0.6..0.9).contains(&hits), "hit rate {hits}");
+        // All reads: the fill stays at the prefill.
+        let (_, hits) =
+            run::<parking_lot::RwLock<Map>>(&spec, Pct::whole(100), KvMix::READ_HEAVY).unwrap();
+        assert!((hits - 0.75).abs() < 0.02, "hit rate {hits}");
+    }
+}
