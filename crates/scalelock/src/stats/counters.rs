@@ -219,9 +219,11 @@ impl Shard {
     /// Whether this acquisition's hold time is sampled (1 in N).
     #[inline]
     fn sample(&self) -> bool {
-        let c = self.countdown.get();
+        // A lowered rate applies at once (the countdown never exceeds it).
+        let every = super::hold_sample();
+        let c = self.countdown.get().min(every);
         if c <= 1 {
-            self.countdown.set(super::hold_sample());
+            self.countdown.set(every);
             true
         } else {
             self.countdown.set(c - 1);

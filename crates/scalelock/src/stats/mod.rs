@@ -99,7 +99,8 @@ pub fn snapshot() -> Snapshot {
 }
 
 /// Samples hold times on 1 in `every` acquisitions per thread (1: every
-/// acquisition; 0 is taken as 1). Takes effect at each thread's next sample.
+/// acquisition; 0 is taken as 1). Takes effect at once: of any `k * every`
+/// consecutive acquisitions of a thread, exactly `k` are timed.
 pub fn set_hold_sample(every: u32) {
     HOLD_SAMPLE.store(every.max(1), Ordering::Relaxed);
 }
