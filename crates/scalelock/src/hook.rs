@@ -52,6 +52,7 @@ pub(crate) mod active {
     use core::sync::atomic::{AtomicU8, Ordering};
 
     /// Statistics are being collected.
+    #[cfg_attr(not(feature = "stats"), allow(dead_code))]
     pub(crate) const STATS: u8 = 1 << 0;
     /// Lockdep checks and records acquisitions.
     pub(crate) const LOCKDEP: u8 = 1 << 1;
@@ -97,9 +98,11 @@ pub struct Pending {
     #[cfg(any(feature = "stats", feature = "lockdep"))]
     access: Access,
     #[cfg(any(feature = "stats", feature = "lockdep"))]
+    #[cfg_attr(not(feature = "lockdep"), allow(dead_code))]
     instance: usize,
     /// Clock at `contended`, 0 if not measured.
     #[cfg(any(feature = "stats", feature = "lockdep"))]
+    #[cfg_attr(not(feature = "stats"), allow(dead_code))]
     wait_start: u64,
 }
 
@@ -115,14 +118,15 @@ pub struct Held {
     #[cfg(any(feature = "stats", feature = "lockdep"))]
     flags: u8,
     #[cfg(any(feature = "stats", feature = "lockdep"))]
+    #[cfg_attr(not(feature = "stats"), allow(dead_code))]
     access: Access,
 }
 
 /// `Held::flags`: statistics counted the acquisition.
-#[cfg(any(feature = "stats", feature = "lockdep"))]
+#[cfg(feature = "stats")]
 const HELD_STATS: u8 = 1 << 0;
 /// `Held::flags`: lockdep pushed the lock on the thread's held stack.
-#[cfg(any(feature = "stats", feature = "lockdep"))]
+#[cfg(feature = "lockdep")]
 const HELD_LOCKDEP: u8 = 1 << 1;
 
 impl Held {

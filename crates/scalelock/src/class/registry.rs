@@ -222,6 +222,7 @@ pub(crate) fn info(id: u32) -> ClassInfo {
 }
 
 /// Every registered class, indexed by id (entry 0 unused).
+#[cfg_attr(not(feature = "stats"), allow(dead_code))]
 pub(crate) fn all() -> Vec<ClassInfo> {
     registry().classes.clone()
 }
