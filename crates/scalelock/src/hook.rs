@@ -147,12 +147,28 @@ impl Held {
     /// hook, and pops the lock off lockdep's held stack.
     #[inline]
     pub fn release(self, instance: usize) {
+        // Only a sampled hold or a lockdep entry has anything to record:
+        // an unsampled statistics hold ends here, without a call.
         #[cfg(any(feature = "stats", feature = "lockdep"))]
-        if self.flags != 0 {
+        if self.needs_release() {
             self.release_recorded(instance);
         }
         #[cfg(not(any(feature = "stats", feature = "lockdep")))]
         let _ = instance;
+    }
+
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    #[inline]
+    fn needs_release(&self) -> bool {
+        #[cfg(feature = "stats")]
+        if self.start != 0 {
+            return true;
+        }
+        #[cfg(feature = "lockdep")]
+        if self.flags & HELD_LOCKDEP != 0 {
+            return true;
+        }
+        false
     }
 
     #[cfg(any(feature = "stats", feature = "lockdep"))]
