@@ -1,48 +1,4 @@
-//! Lock classes: the unit that lock statistics and lock-order checking
-//! count and check.
-//!
-//! As in Linux's lockdep and lock_stat, a *class* groups the locks that play
-//! the same role: every grant-table lock of every domain is one class, every
-//! p2m lock another. Statistics are summed per class, and lockdep records
-//! the order in which *classes* are taken, so that an AB/BA inversion between
-//! two domains' locks is found even if no two threads ever raced on the same
-//! pair of instances.
-//!
-//! A lock names its class with a [`ClassRef`]:
-//! - [`ClassRef::of`] a `static` [`LockClass`]: the explicit form, for a
-//!   class spread over many construction sites;
-//! - [`ClassRef::here`]: the construction site (file, line and column, taken
-//!   with `#[track_caller]`), the form Linux uses (one class per
-//!   `spin_lock_init` call site). A constructor of your own that is
-//!   `#[track_caller]` passes its caller's site on;
-//! - [`ClassRef::TYPE`] (what `new()` and `INIT` use): the lock type's class,
-//!   shared by every lock of that type without a class of its own.
-//!
-//! ```
-//! use scalelock::{ClassRef, LockClass, SeqLock};
-//!
-//! static GNTTAB: LockClass = LockClass::new("gnttab");
-//! static ACTIVE_GRANTS: SeqLock<u64> = SeqLock::with_class(0, ClassRef::of(&GNTTAB));
-//!
-//! fn maptrack() -> SeqLock<u32> {
-//!     // One class for every lock built on this line.
-//!     SeqLock::with_class(0, ClassRef::here())
-//! }
-//! # let _ = (ACTIVE_GRANTS.read(), maptrack());
-//! ```
-//!
-//! # Cost
-//! Without the `stats` and `lockdep` features a [`ClassRef`] is a zero-sized
-//! type: naming classes costs no byte and no instruction, and `LockClass` is
-//! just a name. With either feature a `ClassRef` is 16 bytes (a tag and a
-//! pointer: `core::panic::Location::caller` is `const`, so `here()` works
-//! in `static` initialisers, but a `const fn` cannot tag a pointer's low
-//! bits, so the two kinds of class need a separate tag), and a class gets a
-//! numeric id the first time an instrumented path meets it.
-//!
-//! Lockdep checks the order only of named classes (`of` and `here`): the
-//! type classes merge unrelated locks, so a cycle through one would usually
-//! be a false alarm. Their instances are still checked for recursion.
+//! Lock classes; the user-facing overview is on [`LockClass`].
 
 use core::panic::Location;
 
@@ -121,14 +77,51 @@ impl Access {
     }
 }
 
-/// A named lock class; declare it as a `static` and give locks
-/// [`ClassRef::of`] it.
+/// A lock class: the unit that lock statistics and lock-order checking
+/// count and check. Declare named ones as `static`s.
+///
+/// As in Linux's lockdep and lock_stat, a *class* groups the locks that play
+/// the same role: every grant-table lock of every domain is one class, every
+/// p2m lock another. Statistics are summed per class, and lockdep records
+/// the order in which *classes* are taken, so that an AB/BA inversion between
+/// two domains' locks is found even if no two threads ever raced on the same
+/// pair of instances.
+///
+/// A lock names its class with a [`ClassRef`]:
+/// - [`ClassRef::of`] a `static` [`LockClass`]: the explicit form, for a
+///   class spread over many construction sites;
+/// - [`ClassRef::here`]: the construction site (file, line and column, taken
+///   with `#[track_caller]`), the form Linux uses (one class per
+///   `spin_lock_init` call site). A constructor of your own that is
+///   `#[track_caller]` passes its caller's site on;
+/// - [`ClassRef::TYPE`] (what `new()` and `INIT` use): the lock type's class,
+///   shared by every lock of that type without a class of its own.
 ///
 /// ```
-/// use scalelock::LockClass;
-/// static P2M: LockClass = LockClass::new("p2m");
-/// assert_eq!(P2M.name(), "p2m");
+/// use scalelock::{ClassRef, LockClass, SeqLock};
+///
+/// static GNTTAB: LockClass = LockClass::new("gnttab");
+/// static ACTIVE_GRANTS: SeqLock<u64> = SeqLock::with_class(0, ClassRef::of(&GNTTAB));
+///
+/// fn maptrack() -> SeqLock<u32> {
+///     // One class for every lock built on this line.
+///     SeqLock::with_class(0, ClassRef::here())
+/// }
+/// # let _ = (ACTIVE_GRANTS.read(), maptrack());
 /// ```
+///
+/// # Cost
+/// Without the `stats` and `lockdep` features a [`ClassRef`] is a zero-sized
+/// type: naming classes costs no byte and no instruction, and `LockClass` is
+/// just a name. With either feature a `ClassRef` is 16 bytes (a tag and a
+/// pointer: `core::panic::Location::caller` is `const`, so `here()` works
+/// in `static` initialisers, but a `const fn` cannot tag a pointer's low
+/// bits, so the two kinds of class need a separate tag), and a class gets a
+/// numeric id the first time an instrumented path meets it.
+///
+/// Lockdep checks the order only of named classes (`of` and `here`): the
+/// type classes merge unrelated locks, so a cycle through one would usually
+/// be a false alarm. Their instances are still checked for recursion.
 pub struct LockClass {
     name: &'static str,
     /// Type classes (one per [`LockKind`]) merge unrelated locks: lockdep
@@ -175,7 +168,7 @@ impl core::fmt::Debug for LockClass {
     }
 }
 
-/// Which class a lock belongs to; see the [module docs](self).
+/// Which class a lock belongs to; see [`LockClass`].
 ///
 /// Zero-sized without the `stats` and `lockdep` features.
 #[derive(Clone, Copy)]

@@ -3,7 +3,7 @@
 //!
 //! Every lock in this crate calls these; a lock of your own (a kernel's, a
 //! hypervisor's) can call them too and then shows up in
-//! [`stats::snapshot`](crate::stats) and lockdep reports like ours.
+//! `stats::snapshot()` and lockdep reports like ours.
 //!
 //! # The sequence
 //! ```text
@@ -25,7 +25,7 @@
 //! Without both features every function here is an empty `#[inline]`
 //! function and [`Pending`] and [`Held`] are zero-sized: no code, no bytes.
 //! With a feature compiled in but switched off at run time
-//! ([`stats::disable`](crate::stats), `lockdep::set_enabled(false)`),
+//! (`stats::disable()`, `lockdep::set_enabled(false)`),
 //! [`start`] and [`try_acquired`] make one Relaxed load of a global flag
 //! byte that is only written when switching, so its cache line stays
 //! shared by all CPUs; the rest of the operation, slow path included, reuses
@@ -38,7 +38,7 @@
 //! thread, written only by its thread, with plain loads and stores), so the
 //! profiler adds no contended cache line; the clock is read on contended
 //! acquisitions and on 1 in N acquisitions for hold times
-//! ([`stats::set_hold_sample`](crate::stats)).
+//! (`stats::set_hold_sample`).
 
 #[cfg(any(feature = "stats", feature = "lockdep"))]
 use crate::class::ClassId;
