@@ -14,9 +14,26 @@
 //! usual `Mutex`/`RwLock` guards. The algorithms are `no_std`; how a waiter
 //! sleeps and wakes is the [`platform::Platform`] trait, implemented for
 //! Linux user space by [`platform::StdPlatform`] (feature `std`, default).
+//!
+//! # Seeing what the locks do
+//! Locks belong to [lock classes](LockClass) (Linux's idea): a `static`
+//! class, the construction site, or by default their type. Two optional
+//! features build on them, both needing `std` and costing nothing when
+//! off (no code, no bytes; see [`hook`] for the cost when on):
+//! - `stats`: lockstat per class, wait and hold times, what the algorithms
+//!   saw (parks, hand-offs, revocations, ...), a `/proc/lock_stat`-style
+//!   table and an advisor that says which lock a class should be
+//!   (`stats` module).
+//! - `lockdep`: lock-order checking that reports a possible deadlock at the
+//!   first acquisition that closes a cycle, and recursive locking
+//!   (`lockdep` module).
 #![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
 
+mod class;
+pub mod hook;
+#[cfg(feature = "lockdep")]
+pub mod lockdep;
 mod percpu_rwlock;
 pub mod platform;
 pub mod qnode;
@@ -26,9 +43,12 @@ pub mod reader_table;
 mod refresh;
 mod seqlock;
 mod spin_barrier;
+#[cfg(feature = "stats")]
+pub mod stats;
 mod sync;
 mod wait;
 
+pub use crate::class::{Access, ClassRef, LockClass, LockKind};
 pub use crate::percpu_rwlock::{
     PerCpuReadToken, PerCpuRwLock, PerCpuRwLockExt, PerCpuRwLockReadGuard, PerCpuRwLockWriteGuard,
     PerCpuWriteToken, RawPerCpuRwLock,

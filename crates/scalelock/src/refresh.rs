@@ -146,7 +146,21 @@
 //! updates. A head claimed before the abandon may then coexist with a head
 //! claimed after it; both act as heads, which is harmless (two spinners,
 //! and `wake_all` on `state`).
+//!
+//! # Classes, statistics, lockdep
+//! A `RefreshOnce` is in a [lock class](crate::LockClass)
+//! ([`RefreshOnce::with_class`]). With the `stats` feature every `refresh`
+//! call counts as a write acquisition; one that found an update running is
+//! contended, with its wait; one served by another caller's update counts
+//! as coalesced; the hold time is the update's (`f` and the publication).
+//! Sleeps on `state` and on the gates count as parks and wakes (spurious
+//! when the word had not changed). With `lockdep` a `refresh` is checked
+//! like taking a mutex that is held while `f` runs: taking lock L inside `f`
+//! while another thread calls `refresh` holding L can deadlock, and so does
+//! calling `refresh` on the same `RefreshOnce` inside `f`.
 
+use crate::class::{Access, ClassRef, LockKind};
+use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::seqlock::{NoUninit, SeqLock};
 use crate::sync::atomic::{AtomicU32, Ordering};
@@ -235,7 +249,8 @@ pub struct RefreshOnce<T: NoUninit, P: Platform = DefaultPlatform> {
     /// Sleepers by the parity of their target generation.
     gates: Line<[AtomicU32; 2]>,
     /// The value. Its writer lock is only ever taken by the `BUSY` owner, so
-    /// it is never contended.
+    /// it is never contended. Its class field is this lock's class (its own
+    /// reads and writes are not instrumented).
     value: Line<SeqLock<T, P>>,
 }
 
@@ -252,23 +267,59 @@ impl<T> core::ops::Deref for Line<T> {
 }
 
 impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
-    /// Holds `value`, generation 0.
+    /// Holds `value`, generation 0, in the `RefreshOnce` type class.
     #[cfg(not(loom))]
     pub const fn new(value: T) -> Self {
+        Self::with_class(value, ClassRef::TYPE)
+    }
+
+    /// Holds `value`, generation 0, in the `RefreshOnce` type class.
+    #[cfg(loom)]
+    pub fn new(value: T) -> Self {
+        Self::with_class(value, ClassRef::TYPE)
+    }
+
+    /// Holds `value`, generation 0, in lock class `class`.
+    #[cfg(not(loom))]
+    pub const fn with_class(value: T, class: ClassRef) -> Self {
         Self {
             state: Line(AtomicU32::new(0)),
             gates: Line([AtomicU32::new(0), AtomicU32::new(0)]),
-            value: Line(SeqLock::new(value)),
+            value: Line(SeqLock::with_class(value, class)),
         }
     }
 
-    /// Holds `value`, generation 0.
+    /// Holds `value`, generation 0, in lock class `class`.
     #[cfg(loom)]
-    pub fn new(value: T) -> Self {
+    pub fn with_class(value: T, class: ClassRef) -> Self {
         Self {
             state: Line(AtomicU32::new(0)),
             gates: Line([AtomicU32::new(0), AtomicU32::new(0)]),
-            value: Line(SeqLock::new(value)),
+            value: Line(SeqLock::with_class(value, class)),
+        }
+    }
+
+    #[inline]
+    fn class(&self) -> ClassRef {
+        self.value.class
+    }
+
+    /// The lock's address, which names it to lockdep.
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// Sleeps in `P::wait(word, expected)`, telling statistics.
+    #[inline]
+    fn wait(&self, word: &AtomicU32, expected: u32) {
+        hook::park(self.class(), LockKind::RefreshOnce);
+        P::wait(word, expected);
+        if hook::COMPILED {
+            // Relaxed: a statistic; a wake-up that left the word unchanged
+            // was spurious (or raced with a change and its undo).
+            let spurious = word.load(Ordering::Relaxed) == expected;
+            hook::wake(self.class(), LockKind::RefreshOnce, spurious);
         }
     }
 
@@ -278,21 +329,27 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
     /// caller's update can serve this call.
     #[inline]
     pub fn refresh(&self, f: impl FnOnce(&T) -> T) -> T {
+        let p = hook::start(
+            self.class(),
+            LockKind::RefreshOnce,
+            self.addr(),
+            Access::Write,
+        );
         // Arrival. SeqCst: ordered against every start's SeqCst cmpxchg.
         let s = self.state.load(Ordering::SeqCst);
         let target = (s & GEN_MASK)
             .wrapping_add(ONE_GEN)
             .wrapping_add(if s & BUSY != 0 { ONE_GEN } else { 0 });
         if s & BUSY == 0 && self.try_start(s) {
-            return self.run_update(s & GEN_MASK, f);
+            return self.run_update(p, s & GEN_MASK, f);
         }
-        self.refresh_slow(target, f)
+        self.refresh_slow(p, target, f)
     }
 
     /// The latest published value, without refreshing (it may be stale).
     #[inline]
     pub fn get(&self) -> T {
-        self.value.read()
+        self.value.read_quiet()
     }
 
     /// The number of completed updates (wrapping at 2^29).
@@ -337,7 +394,8 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
     }
 
     #[cold]
-    fn refresh_slow(&self, target: u32, f: impl FnOnce(&T) -> T) -> T {
+    fn refresh_slow(&self, mut p: Pending, target: u32, f: impl FnOnce(&T) -> T) -> T {
+        p.contended();
         let gate = &self.gates[gate_index(target)];
         let mut spin = Spin::new::<P>();
         let mut head = false;
@@ -350,7 +408,9 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
             // see, and so with its value's publication.
             let s = self.state.load(Ordering::Acquire);
             if reached(s, target) {
-                return self.value.read();
+                hook::refresh_coalesced(self.class(), LockKind::RefreshOnce);
+                p.passed();
+                return self.value.read_quiet();
             }
             let next = (s & GEN_MASK).wrapping_add(ONE_GEN);
             if s & BUSY == 0 {
@@ -379,7 +439,7 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
                 if self.try_start(s) {
                     // Started after our arrival: ours serves us even if an
                     // abandoned update left the generation below target.
-                    return self.run_update(s & GEN_MASK, f);
+                    return self.run_update(p, s & GEN_MASK, f);
                 }
                 P::relax();
                 continue;
@@ -415,7 +475,7 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
                 {
                     continue;
                 }
-                P::wait(&self.state, s | NEXT_PARKED);
+                self.wait(&self.state, s | NEXT_PARKED);
                 continue;
             } else if next == target {
                 // Our target runs (a newcomer may have beaten our head).
@@ -433,15 +493,21 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
             {
                 continue;
             }
-            P::wait(gate, g | GATE_PARKED);
+            self.wait(gate, g | GATE_PARKED);
         }
     }
 
     /// Holding `BUSY` at generation `generation`: run `f`, publish, complete.
-    fn run_update(&self, generation: u32, f: impl FnOnce(&T) -> T) -> T {
+    fn run_update(&self, p: Pending, generation: u32, f: impl FnOnce(&T) -> T) -> T {
+        // Dropped last, also when `f` unwinds: the hold ends after the
+        // update is completed or abandoned.
+        let _held = ReleaseOnDrop {
+            held: p.acquired(),
+            instance: self.addr(),
+        };
         let abandon = Abandon { owner: self };
         // Never contended: only the BUSY owner takes the writer lock.
-        let guard = self.value.lock();
+        let guard = self.value.lock_quiet();
         let new = f(&guard.get());
         guard.publish(new);
         core::mem::forget(abandon);
@@ -502,6 +568,19 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
     fn complete(&self, generation: u32) {
         self.set_idle(generation);
         self.open_gate(&self.gates[gate_index(generation)]);
+    }
+}
+
+/// Ends the statistics and lockdep hold of an update.
+struct ReleaseOnDrop {
+    held: Held,
+    instance: usize,
+}
+
+impl Drop for ReleaseOnDrop {
+    #[inline]
+    fn drop(&mut self) {
+        core::mem::replace(&mut self.held, Held::NONE).release(self.instance);
     }
 }
 

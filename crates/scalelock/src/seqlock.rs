@@ -54,12 +54,26 @@
 //! A reader that finds a write in progress backs off with [`Backoff`], which
 //! yields the CPU once its budget is spent so a preempted writer can finish.
 //! Writers queue and park on the `RawQSpinLock`.
+//!
+//! # Classes, statistics, lockdep
+//! A seqlock is in a [lock class](crate::LockClass) ([`SeqLock::with_class`];
+//! `new` puts it in the `SeqLock` type class). With the `stats` feature,
+//! reads count as read acquisitions (a read that had to retry is a contended
+//! one, its retries are counted, and its wait is the time spent retrying;
+//! reads have no hold time), writer lock acquisitions as write acquisitions
+//! with wait and hold times. A failed [`SeqLock::try_read`] is not counted.
+//! With `lockdep` the writer lock is checked like a mutex; reads are not
+//! checked, since they never wait for anything that can block (the
+//! sequence is odd only while a writer stores the value, never while it
+//! runs other code).
 
 use core::marker::PhantomData;
 use core::mem::{ManuallyDrop, MaybeUninit, size_of};
 
 use lock_api::RawMutex;
 
+use crate::class::{Access, ClassRef, LockKind};
+use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qspinlock::RawQSpinLock;
 use crate::sync::atomic::{AtomicU8, AtomicUsize, Ordering, fence};
@@ -221,6 +235,9 @@ pub struct SeqLock<T: NoUninit, P: Platform = DefaultPlatform> {
     seq: AtomicUsize,
     /// Serialises writers.
     lock: RawQSpinLock<P>,
+    /// The lock class (zero-sized without the `stats` and `lockdep`
+    /// features).
+    pub(crate) class: ClassRef,
     cells: Cells<T>,
     _platform: PhantomData<fn() -> P>,
 }
@@ -232,31 +249,62 @@ unsafe impl<T: NoUninit + Send, P: Platform> Sync for SeqLock<T, P> {}
 unsafe impl<T: NoUninit + Send, P: Platform> Send for SeqLock<T, P> {}
 
 impl<T: NoUninit, P: Platform> SeqLock<T, P> {
-    /// A seqlock holding `value`.
+    /// A seqlock holding `value`, in the `SeqLock` type class.
     #[cfg(not(loom))]
     pub const fn new(value: T) -> Self {
+        Self::with_class(value, ClassRef::TYPE)
+    }
+
+    /// A seqlock holding `value`, in the `SeqLock` type class.
+    #[cfg(loom)]
+    pub fn new(value: T) -> Self {
+        Self::with_class(value, ClassRef::TYPE)
+    }
+
+    /// A seqlock holding `value`, in lock class `class`.
+    #[cfg(not(loom))]
+    pub const fn with_class(value: T, class: ClassRef) -> Self {
         Self {
             seq: AtomicUsize::new(0),
             lock: RawQSpinLock::new(),
+            class,
             cells: Cells::new(value),
             _platform: PhantomData,
         }
     }
 
-    /// A seqlock holding `value`.
+    /// A seqlock holding `value`, in lock class `class`.
     #[cfg(loom)]
-    pub fn new(value: T) -> Self {
+    pub fn with_class(value: T, class: ClassRef) -> Self {
         Self {
             seq: AtomicUsize::new(0),
             lock: RawQSpinLock::new(),
+            class,
             cells: Cells::new(value),
             _platform: PhantomData,
         }
+    }
+
+    /// The lock's address, which names it to lockdep.
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
     }
 
     /// One read attempt: the value, unless a write overlapped.
     #[inline]
     pub fn try_read(&self) -> Option<T> {
+        let p = hook::start_optimistic(self.class, LockKind::SeqLock, Access::Read);
+        let v = self.try_read_quiet();
+        if v.is_some() {
+            p.passed();
+        }
+        v
+    }
+
+    /// `try_read` without statistics.
+    #[inline]
+    fn try_read_quiet(&self) -> Option<T> {
         // Acquire pairs with the Release store that ended the last write: its
         // data (and all earlier) happens before our copy.
         let s1 = self.seq.load(Ordering::Acquire);
@@ -276,18 +324,45 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// Reads the value, retrying while writes overlap.
     #[inline]
     pub fn read(&self) -> T {
-        match self.try_read() {
-            Some(v) => v,
-            None => self.read_slow(),
+        let p = hook::start_optimistic(self.class, LockKind::SeqLock, Access::Read);
+        match self.try_read_quiet() {
+            Some(v) => {
+                p.passed();
+                v
+            }
+            None => self.read_slow(p),
         }
     }
 
     #[cold]
-    fn read_slow(&self) -> T {
+    fn read_slow(&self, mut p: Pending) -> T {
+        p.contended();
+        let mut backoff = Backoff::new();
+        loop {
+            hook::seqlock_retry(self.class, LockKind::SeqLock);
+            backoff.snooze::<P>();
+            if let Some(v) = self.try_read_quiet() {
+                p.passed();
+                return v;
+            }
+        }
+    }
+
+    /// `read` without statistics (for locks built on this one).
+    #[inline]
+    pub(crate) fn read_quiet(&self) -> T {
+        match self.try_read_quiet() {
+            Some(v) => v,
+            None => self.read_slow_quiet(),
+        }
+    }
+
+    #[cold]
+    fn read_slow_quiet(&self) -> T {
         let mut backoff = Backoff::new();
         loop {
             backoff.snooze::<P>();
-            if let Some(v) = self.try_read() {
+            if let Some(v) = self.try_read_quiet() {
                 return v;
             }
         }
@@ -304,10 +379,24 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// guard publishes a new one.
     #[inline]
     pub fn lock(&self) -> SeqLockWriteGuard<'_, T, P> {
-        let guard = self.lock.lock();
+        let mut p = hook::start(self.class, LockKind::SeqLock, self.addr(), Access::Write);
+        let guard = if hook::COMPILED {
+            // The writer lock's own fast path first, to tell contended
+            // acquisitions apart (the same `try_lock_fast` that `lock` runs).
+            match self.lock.try_lock() {
+                Some(guard) => guard,
+                None => {
+                    p.contended();
+                    self.lock.lock()
+                }
+            }
+        } else {
+            self.lock.lock()
+        };
         SeqLockWriteGuard {
             lock: self,
             guard: ManuallyDrop::new(guard),
+            held: p.acquired(),
         }
     }
 
@@ -318,7 +407,18 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
         Some(SeqLockWriteGuard {
             lock: self,
             guard: ManuallyDrop::new(guard),
+            held: hook::try_acquired(self.class, LockKind::SeqLock, self.addr(), Access::Write),
         })
+    }
+
+    /// `lock` without statistics or lockdep (for locks built on this one).
+    #[inline]
+    pub(crate) fn lock_quiet(&self) -> SeqLockWriteGuard<'_, T, P> {
+        SeqLockWriteGuard {
+            lock: self,
+            guard: ManuallyDrop::new(self.lock.lock()),
+            held: Held::NONE,
+        }
     }
 
     /// Replaces the value.
@@ -362,7 +462,7 @@ impl<T: NoUninit + core::fmt::Debug, P: Platform> core::fmt::Debug for SeqLock<T
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("SeqLock")
             .field("seq", &self.sequence())
-            .field("value", &self.read())
+            .field("value", &self.read_quiet())
             .finish()
     }
 }
@@ -372,6 +472,8 @@ impl<T: NoUninit + core::fmt::Debug, P: Platform> core::fmt::Debug for SeqLock<T
 pub struct SeqLockWriteGuard<'a, T: NoUninit, P: Platform = DefaultPlatform> {
     lock: &'a SeqLock<T, P>,
     guard: ManuallyDrop<<RawQSpinLock<P> as RawMutex>::Guard>,
+    /// Statistics and lockdep state of the hold (zero-sized without them).
+    held: Held,
 }
 
 impl<T: NoUninit, P: Platform> SeqLockWriteGuard<'_, T, P> {
@@ -416,6 +518,7 @@ impl<T: NoUninit, P: Platform> Drop for SeqLockWriteGuard<'_, T, P> {
             let guard = ManuallyDrop::take(&mut self.guard);
             self.lock.lock.unlock(guard);
         }
+        core::mem::replace(&mut self.held, Held::NONE).release(self.lock.addr());
     }
 }
 

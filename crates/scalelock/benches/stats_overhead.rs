@@ -1,0 +1,273 @@
+//! What lock statistics and lockdep cost on an uncontended path, side by
+//! side in one process.
+//!
+//! The contenders, each one thread taking and releasing a lock in a loop:
+//! - `bare`: a minimal test-and-set lock with no hook calls;
+//! - `hooked`: the same lock calling the hook API (`hook::start`,
+//!   `acquired`, `release`) as the crate's locks do. In a build without the
+//!   features the hooks compile to nothing, so `hooked / bare` shows that
+//!   "off" costs nothing. In a build with them it runs three ways: both
+//!   switched off at run time (`hooked-off`: the one Relaxed flag load),
+//!   statistics on (`hooked-stats`, hold times sampled 1 in
+//!   `stats::DEFAULT_HOLD_SAMPLE`), lockdep on (`hooked-lockdep`);
+//! - `seqlock-write` / `seqlock-read`: the real SeqLock paths, the same ways.
+//!
+//! Every round runs every contender in alternating order; the report gives
+//! per contender the median ns/op and the median of its per-round ratio to
+//! its baseline (`bare` for the hooked lock, the switched-off run for the
+//! SeqLock paths). Run both builds, quietly:
+//! ```text
+//! cargo bench -p scalelock --bench stats_overhead
+//! cargo bench -p scalelock --bench stats_overhead --features stats,lockdep
+//! ```
+//! (env `ROUNDS`, `RUNTIME_MS` override the defaults.) Comparing the
+//! SeqLock lines of the two builds compares two processes: re-run both a
+//! few times before trusting a difference.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use scalelock::hook::{self, Held};
+use scalelock::{Access, ClassRef, LockClass, LockKind, SeqLock};
+
+mod common;
+use common::{alternating, env_u64, median};
+
+static BENCH: LockClass = LockClass::new("stats-overhead");
+
+/// A test-and-set lock, optionally calling the hooks.
+struct TasLock {
+    locked: AtomicU8,
+    class: ClassRef,
+}
+
+impl TasLock {
+    /// Spins until the lock is taken (contended path of both variants).
+    #[cold]
+    fn spin(&self) {
+        while self
+            .locked
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+    }
+
+    #[inline]
+    fn try_take(&self) -> bool {
+        self.locked
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    #[inline]
+    fn lock_bare(&self) {
+        if !self.try_take() {
+            self.spin();
+        }
+    }
+
+    #[inline]
+    fn unlock_bare(&self) {
+        self.locked.store(0, Ordering::Release);
+    }
+
+    /// `lock_bare` with the hooks a lock of this crate calls.
+    #[inline]
+    fn lock_hooked(&self) -> Held {
+        let addr = self as *const Self as usize;
+        let mut p = hook::start(self.class, LockKind::Other, addr, Access::Write);
+        if !self.try_take() {
+            p.contended();
+            self.spin();
+        }
+        p.acquired()
+    }
+
+    #[inline]
+    fn unlock_hooked(&self, held: Held) {
+        self.unlock_bare();
+        held.release(self as *const Self as usize);
+    }
+}
+
+/// `n` lock/unlock pairs of each kind; each loop in a function of its own
+/// so that the paths are compiled alike.
+#[inline(never)]
+fn loop_bare(tas: &TasLock, n: u64) {
+    for _ in 0..n {
+        tas.lock_bare();
+        black_box(tas);
+        tas.unlock_bare();
+    }
+}
+
+#[inline(never)]
+fn loop_hooked(tas: &TasLock, n: u64) {
+    for _ in 0..n {
+        let held = tas.lock_hooked();
+        black_box(tas);
+        tas.unlock_hooked(held);
+    }
+}
+
+#[inline(never)]
+fn loop_seq_write(seq: &SeqLock<u64>, n: u64) {
+    for i in 0..n {
+        seq.write(black_box(i));
+    }
+}
+
+#[inline(never)]
+fn loop_seq_read(seq: &SeqLock<u64>, n: u64) {
+    for _ in 0..n {
+        black_box(seq.read());
+    }
+}
+
+/// What a contender measures.
+#[derive(Clone, Copy)]
+enum Path {
+    Bare,
+    Hooked,
+    SeqWrite,
+    SeqRead,
+}
+
+/// Which hooks are switched on while it runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Off,
+    #[allow(dead_code)] // only in builds with the features
+    Stats,
+    #[allow(dead_code)]
+    Lockdep,
+}
+
+struct Contender {
+    name: &'static str,
+    path: Path,
+    mode: Mode,
+    /// Index of the contender it is compared with.
+    baseline: usize,
+}
+
+fn contenders() -> Vec<Contender> {
+    let c = |name, path, mode, baseline| Contender {
+        name,
+        path,
+        mode,
+        baseline,
+    };
+    let mut v = vec![c("bare", Path::Bare, Mode::Off, 0)];
+    if cfg!(any(feature = "stats", feature = "lockdep")) {
+        v.push(c("hooked-off", Path::Hooked, Mode::Off, 0));
+        if cfg!(feature = "stats") {
+            v.push(c("hooked-stats", Path::Hooked, Mode::Stats, 0));
+        }
+        if cfg!(feature = "lockdep") {
+            v.push(c("hooked-lockdep", Path::Hooked, Mode::Lockdep, 0));
+        }
+        let w = v.len();
+        v.push(c("seqlock-write-off", Path::SeqWrite, Mode::Off, w));
+        if cfg!(feature = "stats") {
+            v.push(c("seqlock-write-stats", Path::SeqWrite, Mode::Stats, w));
+        }
+        if cfg!(feature = "lockdep") {
+            v.push(c("seqlock-write-lockdep", Path::SeqWrite, Mode::Lockdep, w));
+        }
+        let r = v.len();
+        v.push(c("seqlock-read-off", Path::SeqRead, Mode::Off, r));
+        if cfg!(feature = "stats") {
+            v.push(c("seqlock-read-stats", Path::SeqRead, Mode::Stats, r));
+        }
+    } else {
+        v.push(c("hooked (features off)", Path::Hooked, Mode::Off, 0));
+        let w = v.len();
+        v.push(c(
+            "seqlock-write (features off)",
+            Path::SeqWrite,
+            Mode::Off,
+            w,
+        ));
+        let r = v.len();
+        v.push(c(
+            "seqlock-read (features off)",
+            Path::SeqRead,
+            Mode::Off,
+            r,
+        ));
+    }
+    v
+}
+
+fn switch(mode: Mode) {
+    #[cfg(feature = "stats")]
+    if mode == Mode::Stats {
+        scalelock::stats::enable();
+    } else {
+        scalelock::stats::disable();
+    }
+    #[cfg(feature = "lockdep")]
+    scalelock::lockdep::set_enabled(mode == Mode::Lockdep);
+    let _ = mode;
+}
+
+/// Runs `path` for `runtime`; ns per operation.
+fn run(path: Path, runtime: Duration) -> f64 {
+    const BATCH: u64 = 4096;
+    let tas = TasLock {
+        locked: AtomicU8::new(0),
+        class: ClassRef::of(&BENCH),
+    };
+    let seq: SeqLock<u64> = SeqLock::with_class(0, ClassRef::of(&BENCH));
+    let start = Instant::now();
+    let mut ops = 0u64;
+    while start.elapsed() < runtime {
+        match path {
+            Path::Bare => loop_bare(&tas, BATCH),
+            Path::Hooked => loop_hooked(&tas, BATCH),
+            Path::SeqWrite => loop_seq_write(&seq, BATCH),
+            Path::SeqRead => loop_seq_read(&seq, BATCH),
+        }
+        ops += BATCH;
+    }
+    start.elapsed().as_nanos() as f64 / ops as f64
+}
+
+fn main() {
+    let rounds = env_u64("ROUNDS", 7) as usize;
+    let runtime = Duration::from_millis(env_u64("RUNTIME_MS", 200));
+    let list = contenders();
+    println!(
+        "stats_overhead: 1 thread, uncontended, {rounds} rounds x {} ms, features: stats={} lockdep={}",
+        runtime.as_millis(),
+        cfg!(feature = "stats"),
+        cfg!(feature = "lockdep"),
+    );
+    let samples = alternating(rounds, list.len(), |i| {
+        switch(list[i].mode);
+        run(list[i].path, runtime)
+    });
+    switch(Mode::Off);
+    println!(
+        "{:<30} {:>10} {:>22}",
+        "contender", "ns/op", "ratio to baseline"
+    );
+    for (i, c) in list.iter().enumerate() {
+        let ratios: Vec<f64> = samples[i]
+            .iter()
+            .zip(&samples[c.baseline])
+            .map(|(a, b)| a / b)
+            .collect();
+        println!(
+            "{:<30} {:>10.2} {:>14.3} ({})",
+            c.name,
+            median(&samples[i]),
+            median(&ratios),
+            list[c.baseline].name
+        );
+    }
+}

@@ -1,0 +1,519 @@
+//! Instrumentation hooks: how a lock tells lock statistics (feature
+//! `stats`) and lockdep (feature `lockdep`) what it does.
+//!
+//! Every lock in this crate calls these; a lock of your own (a kernel's, a
+//! hypervisor's) can call them too and then shows up in
+//! `stats::snapshot()` and lockdep reports like ours.
+//!
+//! # The sequence
+//! ```text
+//! let mut p = hook::start(class, kind, addr, access);   // lockdep checks here, before any waiting
+//! if !fast_path() {
+//!     p.contended();                                   // slow path entered: wait clock starts
+//!     ...  hook::park(class, kind); hook::wake(class, kind, spurious); ...
+//!     slow_path();
+//! }
+//! let held = p.acquired();                             // counted; hold time sampled 1 in N
+//! ...
+//! unlock(); held.release(addr);                        // hold time, long-hold hook, lockdep pop
+//! ```
+//! A successful try-lock calls [`try_acquired`] instead of `start` +
+//! `acquired`. An operation that waits but holds nothing afterwards (a
+//! caller served by another thread's update) ends with [`Pending::passed`].
+//!
+//! # Cost
+//! Without both features every function here is an empty `#[inline]`
+//! function and [`Pending`] and [`Held`] are zero-sized: no code, no bytes.
+//! With a feature compiled in but switched off at run time
+//! (`stats::disable()`, `lockdep::set_enabled(false)`),
+//! [`start`] and [`try_acquired`] make one Relaxed load of a global flag
+//! byte that is only written when switching, so its cache line stays
+//! shared by all CPUs; the rest of the operation, slow path included, reuses
+//! that snapshot and [`Held::release`] tests the token the guard carries.
+//! The slow-path events ([`park`], [`queue_depth`], ...) make their own
+//! Relaxed load. Counting every acquisition (which the read shares and
+//! contention ratios need) is why `start` sits on the fast path at all.
+//!
+//! Enabled, statistics go to per-thread shards (one block per class and
+//! thread, written only by its thread, with plain loads and stores), so the
+//! profiler adds no contended cache line; the clock is read on contended
+//! acquisitions and on 1 in N acquisitions for hold times
+//! (`stats::set_hold_sample`).
+
+#[cfg(any(feature = "stats", feature = "lockdep"))]
+use crate::class::ClassId;
+pub use crate::class::{Access, ClassRef, LockKind};
+
+/// The run-time switch of both features: one byte on a cache line of its
+/// own, read Relaxed by every hook (a switch published late only delays
+/// when counting starts or stops).
+#[cfg(any(feature = "stats", feature = "lockdep"))]
+pub(crate) mod active {
+    use core::sync::atomic::{AtomicU8, Ordering};
+
+    /// Statistics are being collected.
+    #[cfg_attr(not(feature = "stats"), allow(dead_code))]
+    pub(crate) const STATS: u8 = 1 << 0;
+    /// Lockdep checks and records acquisitions.
+    pub(crate) const LOCKDEP: u8 = 1 << 1;
+
+    #[repr(align(128))]
+    struct Flags(AtomicU8);
+
+    /// Lockdep is on from the start when compiled in (as Linux's
+    /// CONFIG_PROVE_LOCKING); statistics start when asked to.
+    static ACTIVE: Flags = Flags(AtomicU8::new(if cfg!(feature = "lockdep") {
+        LOCKDEP
+    } else {
+        0
+    }));
+
+    #[inline]
+    pub(crate) fn load() -> u8 {
+        ACTIVE.0.load(Ordering::Relaxed)
+    }
+
+    #[allow(dead_code)] // each feature switches its own bit
+    pub(crate) fn set(bit: u8, on: bool) {
+        if on {
+            ACTIVE.0.fetch_or(bit, Ordering::Relaxed);
+        } else {
+            ACTIVE.0.fetch_and(!bit, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whether the hooks are compiled in at all (either feature): locks use it
+/// to keep their code unchanged when they are not.
+pub(crate) const COMPILED: bool = cfg!(any(feature = "stats", feature = "lockdep"));
+
+/// An acquisition in progress, from [`start`] to [`Pending::acquired`] (or
+/// [`Pending::passed`]). Zero-sized without the features.
+#[must_use = "end an acquisition with `acquired` or `passed`"]
+pub struct Pending {
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    active: u8,
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    class: ClassId,
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    access: Access,
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    #[cfg_attr(not(feature = "lockdep"), allow(dead_code))]
+    instance: usize,
+    /// Clock at `contended`, 0 if not measured.
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    #[cfg_attr(not(feature = "stats"), allow(dead_code))]
+    wait_start: u64,
+}
+
+/// What a held lock must remember for its release: carry it in the guard
+/// (lock_api 0.5 guard state). Zero-sized without the features.
+#[must_use = "pass it to `release` when unlocking"]
+pub struct Held {
+    /// Clock at acquisition if this hold is sampled, else 0.
+    #[cfg(feature = "stats")]
+    start: u64,
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    class: u32,
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    flags: u8,
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    #[cfg_attr(not(feature = "stats"), allow(dead_code))]
+    access: Access,
+}
+
+/// `Held::flags`: statistics counted the acquisition.
+#[cfg(feature = "stats")]
+const HELD_STATS: u8 = 1 << 0;
+/// `Held::flags`: lockdep pushed the lock on the thread's held stack.
+#[cfg(feature = "lockdep")]
+const HELD_LOCKDEP: u8 = 1 << 1;
+
+impl Held {
+    /// A hold nobody recorded (the features are off, or were when it began).
+    pub const NONE: Held = Held {
+        #[cfg(feature = "stats")]
+        start: 0,
+        #[cfg(any(feature = "stats", feature = "lockdep"))]
+        class: 0,
+        #[cfg(any(feature = "stats", feature = "lockdep"))]
+        flags: 0,
+        #[cfg(any(feature = "stats", feature = "lockdep"))]
+        access: Access::Write,
+    };
+
+    /// The lock at address `instance` was released (call it right after
+    /// the unlock): records the hold time if sampled, runs the long-hold
+    /// hook, and pops the lock off lockdep's held stack.
+    #[inline]
+    pub fn release(self, instance: usize) {
+        // Only a sampled hold or a lockdep entry has anything to record:
+        // an unsampled statistics hold ends here, without a call.
+        #[cfg(any(feature = "stats", feature = "lockdep"))]
+        if self.needs_release() {
+            self.release_recorded(instance);
+        }
+        #[cfg(not(any(feature = "stats", feature = "lockdep")))]
+        let _ = instance;
+    }
+
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    #[inline]
+    fn needs_release(&self) -> bool {
+        #[cfg(feature = "stats")]
+        if self.start != 0 {
+            return true;
+        }
+        #[cfg(feature = "lockdep")]
+        if self.flags & HELD_LOCKDEP != 0 {
+            return true;
+        }
+        false
+    }
+
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    #[inline(never)]
+    fn release_recorded(self, instance: usize) {
+        #[cfg(feature = "lockdep")]
+        if self.flags & HELD_LOCKDEP != 0 {
+            crate::lockdep::release(self.class, instance);
+        }
+        #[cfg(feature = "stats")]
+        if self.flags & HELD_STATS != 0 && self.start != 0 {
+            crate::stats::counters::released(self.class, self.access, self.start);
+        }
+        let _ = instance;
+    }
+}
+
+impl core::fmt::Debug for Held {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Held").finish_non_exhaustive()
+    }
+}
+
+impl core::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Pending").finish_non_exhaustive()
+    }
+}
+
+/// Begins an acquisition of the lock at address `instance`, in `class`, of
+/// lock type `kind`: lockdep checks it here, before the caller can block
+/// (a possible deadlock is reported instead of happening).
+#[inline]
+pub fn start(class: ClassRef, kind: LockKind, instance: usize, access: Access) -> Pending {
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    {
+        let active = active::load();
+        if active == 0 {
+            return Pending {
+                active: 0,
+                class: ClassId {
+                    index: 0,
+                    ordered: false,
+                },
+                access,
+                instance,
+                wait_start: 0,
+            };
+        }
+        start_active(active, class, kind, instance, access)
+    }
+    #[cfg(not(any(feature = "stats", feature = "lockdep")))]
+    {
+        let _ = (class, kind, instance, access);
+        Pending {}
+    }
+}
+
+/// Begins an operation that statistics count but lockdep does not check:
+/// an optimistic read (a seqlock's) that never waits for anything that can
+/// block. End it with [`Pending::passed`].
+#[inline]
+pub fn start_optimistic(class: ClassRef, kind: LockKind, access: Access) -> Pending {
+    #[cfg(feature = "stats")]
+    {
+        let active = active::load() & active::STATS;
+        Pending {
+            active,
+            class: if active != 0 {
+                class.resolve(kind)
+            } else {
+                ClassId {
+                    index: 0,
+                    ordered: false,
+                }
+            },
+            access,
+            instance: 0,
+            wait_start: 0,
+        }
+    }
+    #[cfg(all(feature = "lockdep", not(feature = "stats")))]
+    {
+        let _ = (class, kind);
+        Pending {
+            active: 0,
+            class: ClassId {
+                index: 0,
+                ordered: false,
+            },
+            access,
+            instance: 0,
+            wait_start: 0,
+        }
+    }
+    #[cfg(not(any(feature = "stats", feature = "lockdep")))]
+    {
+        let _ = (class, kind, access);
+        Pending {}
+    }
+}
+
+#[cfg(any(feature = "stats", feature = "lockdep"))]
+#[inline(never)]
+fn start_active(
+    active: u8,
+    class: ClassRef,
+    kind: LockKind,
+    instance: usize,
+    access: Access,
+) -> Pending {
+    let class = class.resolve(kind);
+    #[cfg(feature = "lockdep")]
+    if active & active::LOCKDEP != 0 {
+        crate::lockdep::check(class, instance, access);
+    }
+    Pending {
+        active,
+        class,
+        access,
+        instance,
+        wait_start: 0,
+    }
+}
+
+impl Pending {
+    /// The fast path failed: the acquisition is contended. Starts the wait
+    /// clock. Call it at most once.
+    #[inline]
+    pub fn contended(&mut self) {
+        #[cfg(feature = "stats")]
+        if self.active & active::STATS != 0 {
+            self.wait_start = crate::stats::counters::contended(self.class.index, self.access);
+        }
+    }
+
+    /// The lock is held: counts the acquisition, records the wait, samples
+    /// the hold time, pushes the lock on lockdep's held stack.
+    #[inline]
+    pub fn acquired(self) -> Held {
+        #[cfg(any(feature = "stats", feature = "lockdep"))]
+        if self.active != 0 {
+            return self.acquired_active();
+        }
+        Held::NONE
+    }
+
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    #[inline(never)]
+    fn acquired_active(self) -> Held {
+        let mut held = Held {
+            class: self.class.index,
+            access: self.access,
+            ..Held::NONE
+        };
+        #[cfg(feature = "lockdep")]
+        if self.active & active::LOCKDEP != 0
+            && crate::lockdep::push(self.class, self.instance, self.access, false)
+        {
+            held.flags |= HELD_LOCKDEP;
+        }
+        #[cfg(feature = "stats")]
+        if self.active & active::STATS != 0 {
+            held.start =
+                crate::stats::counters::acquired(self.class.index, self.access, self.wait_start);
+            held.flags |= HELD_STATS;
+        }
+        held
+    }
+
+    /// The operation is over without holding anything (it waited for, and
+    /// was served by, another thread's work): counted as an acquisition
+    /// with its wait, no hold.
+    #[inline]
+    pub fn passed(self) {
+        #[cfg(feature = "stats")]
+        if self.active & active::STATS != 0 {
+            crate::stats::counters::passed(self.class.index, self.access, self.wait_start);
+        }
+    }
+
+    /// A per-CPU read took the fast path (the reader's own slot).
+    #[inline]
+    pub fn fast_read(&self) {
+        #[cfg(feature = "stats")]
+        if self.active & active::STATS != 0 {
+            crate::stats::counters::event(
+                self.class.index,
+                crate::stats::counters::Event::FastRead,
+            );
+        }
+    }
+
+    /// A per-CPU read fell back to the underlying lock.
+    #[inline]
+    pub fn fallback_read(&self) {
+        #[cfg(feature = "stats")]
+        if self.active & active::STATS != 0 {
+            crate::stats::counters::event(
+                self.class.index,
+                crate::stats::counters::Event::FallbackRead,
+            );
+        }
+    }
+}
+
+/// A try-lock of the lock at `instance` succeeded. Try-locks never wait, so
+/// lockdep records no dependency *into* them (as Linux's lockdep), only
+/// from them to what is taken while they are held.
+#[inline]
+pub fn try_acquired(class: ClassRef, kind: LockKind, instance: usize, access: Access) -> Held {
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    {
+        let active = active::load();
+        if active != 0 {
+            return try_acquired_active(active, class, kind, instance, access);
+        }
+        Held::NONE
+    }
+    #[cfg(not(any(feature = "stats", feature = "lockdep")))]
+    {
+        let _ = (class, kind, instance, access);
+        Held::NONE
+    }
+}
+
+#[cfg(any(feature = "stats", feature = "lockdep"))]
+#[inline(never)]
+fn try_acquired_active(
+    active: u8,
+    class: ClassRef,
+    kind: LockKind,
+    instance: usize,
+    access: Access,
+) -> Held {
+    let class = class.resolve(kind);
+    let mut held = Held {
+        class: class.index,
+        access,
+        ..Held::NONE
+    };
+    #[cfg(feature = "lockdep")]
+    if active & active::LOCKDEP != 0 && crate::lockdep::push(class, instance, access, true) {
+        held.flags |= HELD_LOCKDEP;
+    }
+    #[cfg(feature = "stats")]
+    if active & active::STATS != 0 {
+        held.start = crate::stats::counters::acquired(class.index, access, 0);
+        held.flags |= HELD_STATS;
+    }
+    let _ = (active, instance);
+    held
+}
+
+/// Defines slow-path event hooks: one Relaxed load when statistics are off.
+macro_rules! event_hooks {
+    ($($(#[$doc:meta])* $name:ident => $event:ident;)*) => {
+        $(
+            $(#[$doc])*
+            #[inline]
+            pub fn $name(class: ClassRef, kind: LockKind) {
+                #[cfg(feature = "stats")]
+                if active::load() & active::STATS != 0 {
+                    crate::stats::counters::event(
+                        class.resolve(kind).index,
+                        crate::stats::counters::Event::$event,
+                    );
+                }
+                #[cfg(not(feature = "stats"))]
+                let _ = (class, kind);
+            }
+        )*
+    };
+}
+
+event_hooks! {
+    /// The second contender waited on the lock word without queueing
+    /// (qspinlock's pending bit).
+    pending_path => PendingPath;
+    /// A holder's batch ended (it raised the hand-off flag after its bounded
+    /// run of re-acquisitions).
+    batch_end => BatchEnd;
+    /// The lock was handed to a waiter that had claimed it (no newcomer
+    /// could take it first).
+    handoff => Handoff;
+    /// A waiter went to sleep (futex wait, or the platform's `wait`).
+    park => Park;
+    /// A RefreshOnce caller was served by another caller's update.
+    refresh_coalesced => RefreshCoalesced;
+    /// A SeqLock read overlapped a write and retried.
+    seqlock_retry => SeqlockRetry;
+}
+
+/// A sleeping waiter woke up; `spurious` if what it waited for had not
+/// happened (it goes back to waiting).
+#[inline]
+pub fn wake(class: ClassRef, kind: LockKind, spurious: bool) {
+    #[cfg(feature = "stats")]
+    if active::load() & active::STATS != 0 {
+        use crate::stats::counters::Event;
+        crate::stats::counters::event(
+            class.resolve(kind).index,
+            if spurious {
+                Event::SpuriousWake
+            } else {
+                Event::Wake
+            },
+        );
+    }
+    #[cfg(not(feature = "stats"))]
+    let _ = (class, kind, spurious);
+}
+
+/// A waiter joined a queue `depth` long (itself included); the class keeps
+/// the maximum.
+#[inline]
+pub fn queue_depth(class: ClassRef, kind: LockKind, depth: u32) {
+    #[cfg(feature = "stats")]
+    if active::load() & active::STATS != 0 {
+        crate::stats::counters::queue_depth(class.resolve(kind).index, u64::from(depth));
+    }
+    #[cfg(not(feature = "stats"))]
+    let _ = (class, kind, depth);
+}
+
+/// A per-CPU rwlock writer revoked the reader bias, which took `cost_ns`
+/// (fence and slot scan).
+#[inline]
+pub fn revocation(class: ClassRef, kind: LockKind, cost_ns: u64) {
+    #[cfg(feature = "stats")]
+    if active::load() & active::STATS != 0 {
+        crate::stats::counters::revocation(class.resolve(kind).index, cost_ns);
+    }
+    #[cfg(not(feature = "stats"))]
+    let _ = (class, kind, cost_ns);
+}
+
+/// A clock for hooks that time something themselves (a revocation): the
+/// statistics clock in nanoseconds when statistics are on, else 0 (and no
+/// clock read).
+#[inline]
+pub fn clock_ns() -> u64 {
+    #[cfg(feature = "stats")]
+    if active::load() & active::STATS != 0 {
+        return crate::stats::clock::now_ns();
+    }
+    0
+}

@@ -1,0 +1,313 @@
+//! Lock-order checking (feature `lockdep`): Linux's lockdep for these locks.
+//!
+//! Each thread keeps a stack of the locks it holds. Each acquisition of a
+//! lock in a named [class](crate::LockClass) records, in a process-wide
+//! graph, that its class was taken while the held ones were held. The
+//! first acquisition that closes a cycle in that graph is reported, *before*
+//! the thread can block: a report names both chains (this thread's new
+//! dependency, and the recorded chain back, each step with the thread that
+//! first took it and, with `RUST_BACKTRACE=1`, where). An AB/BA inversion is
+//! thus found from two runs that never raced.
+//!
+//! Also reported: taking a lock this thread already holds in a mode that
+//! blocks it ([`ReportKind::Recursion`]): a mutex or write lock twice, a
+//! write after a read or a read after a write of one rwlock, and a second
+//! fair read ([`Access::Read`]: QRwLock and PerCpuRwLock readers queue
+//! behind a waiting writer, which waits for the first read).
+//!
+//! # Rules (what is and is not reported)
+//! - **Try-locks** never wait, so they add no dependency *into* the lock
+//!   they take; the locks taken while one is held do depend on it (as in
+//!   Linux's lockdep). A try-lock of a lock already held is not a report.
+//! - **Reads**: a [fair read](Access::Read) waits for a queued writer, so it
+//!   is checked like a write, except that it does not block other readers;
+//!   a [recursive read](Access::RecursiveRead) is blocked only by a writer
+//!   holding the lock. A cycle is reported only if every thread in it can
+//!   really block the next (see the graph's source for the edge types).
+//! - **SeqLock reads** are not checked: they never wait for anything that
+//!   can block (a writer keeps the sequence odd only while it stores).
+//! - **Type classes** (locks without a class of their own) merge unrelated
+//!   locks, so their order is not checked; their instances are still
+//!   checked for recursion. Two locks of one class nested in each other are
+//!   not checked against each other (give them distinct classes).
+//! - A guard released on another thread than the one that took it leaves
+//!   its entry on the taker's stack (lockdep cannot tell), which can make
+//!   later reports name a lock that is no longer held.
+//!
+//! # Reports
+//! By default a report panics (on the thread that would have deadlocked,
+//! before it blocks: the lock is not taken), which fails the test that
+//! found it. [`set_report_handler`] installs a callback instead; the
+//! acquisition then goes ahead. Each closing dependency is reported once.
+//! Lockdep is on from the start when compiled in; [`set_enabled`] switches
+//! it.
+
+mod graph;
+mod report;
+
+use core::cell::RefCell;
+use std::string::String;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::vec::Vec;
+
+use self::graph::{Graph, Origin, edge_type};
+pub use self::report::{Dependency, LockDesc, Report, ReportKind};
+pub use crate::class::Access;
+use crate::class::{ClassId, registry};
+use crate::hook::active;
+
+/// Switches checking on or off (process-wide). Locks taken while it was
+/// off are not on the held stacks.
+pub fn set_enabled(on: bool) {
+    active::set(active::LOCKDEP, on);
+}
+
+/// Whether lockdep is checking.
+pub fn is_enabled() -> bool {
+    active::load() & active::LOCKDEP != 0
+}
+
+static HANDLER: RwLock<Option<fn(&Report)>> = RwLock::new(None);
+
+/// Calls `handler` for each report instead of panicking; `None` restores
+/// the panic.
+pub fn set_report_handler(handler: Option<fn(&Report)>) {
+    *HANDLER.write().unwrap_or_else(PoisonError::into_inner) = handler;
+}
+
+fn report(r: &Report) {
+    let handler = *HANDLER.read().unwrap_or_else(PoisonError::into_inner);
+    match handler {
+        Some(h) => h(r),
+        None => panic!("{r}"),
+    }
+}
+
+/// A lock on a thread's held stack.
+#[derive(Clone, Copy)]
+struct HeldLock {
+    class: ClassId,
+    instance: usize,
+    access: Access,
+    try_lock: bool,
+}
+
+struct ThreadState {
+    held: Vec<HeldLock>,
+    /// Edges (from, to, type) this thread knows are in the graph: the graph
+    /// only grows, so they need not be looked up under its mutex again.
+    known: std::collections::HashSet<(u32, u32, u8)>,
+}
+
+std::thread_local! {
+    static THREAD: RefCell<Option<ThreadState>> = const { RefCell::new(None) };
+}
+
+static GRAPH: Mutex<Option<Graph>> = Mutex::new(None);
+
+fn graph() -> MutexGuard<'static, Option<Graph>> {
+    // Updates leave the graph consistent (a report panics outside it).
+    GRAPH.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn thread_name() -> String {
+    let t = std::thread::current();
+    match t.name() {
+        Some(n) => n.into(),
+        None => std::format!("{:?}", t.id()),
+    }
+}
+
+fn desc(class: ClassId, instance: usize, access: Access, try_lock: bool) -> LockDesc {
+    let info = registry::info(class.index);
+    LockDesc {
+        class: info.name.into(),
+        site: info.site_string(),
+        kind: info.kind,
+        access,
+        try_lock,
+        instance,
+    }
+}
+
+fn held_desc(held: &[HeldLock]) -> Vec<LockDesc> {
+    held.iter()
+        .map(|h| desc(h.class, h.instance, h.access, h.try_lock))
+        .collect()
+}
+
+/// Runs `f` on this thread's state; `None` if it is being destroyed or in
+/// use (a report handler that takes a lock).
+fn with_thread<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+    THREAD
+        .try_with(|t| {
+            let mut t = t.try_borrow_mut().ok()?;
+            let t = t.get_or_insert_with(|| ThreadState {
+                held: Vec::new(),
+                known: Default::default(),
+            });
+            Some(f(t))
+        })
+        .ok()
+        .flatten()
+}
+
+/// Checks an acquisition before it can block: recursion, then new order
+/// dependencies. Reports (panics, by default) what it finds.
+pub(crate) fn check(class: ClassId, instance: usize, access: Access) {
+    let found = with_thread(|t| check_thread(t, class, instance, access)).flatten();
+    if let Some(r) = found {
+        report(&r);
+    }
+}
+
+fn check_thread(
+    t: &mut ThreadState,
+    class: ClassId,
+    instance: usize,
+    access: Access,
+) -> Option<Report> {
+    // Recursion: the same lock, held in a mode that blocks this one.
+    if let Some(i) = t
+        .held
+        .iter()
+        .rposition(|h| h.instance == instance && h.class.index == class.index)
+    {
+        let h = t.held[i];
+        let blocks = h.access == Access::Write || access != Access::RecursiveRead;
+        if blocks {
+            return Some(Report {
+                kind: report::ReportKind::Recursion,
+                thread: thread_name(),
+                held: held_desc(&t.held),
+                conflict: i,
+                acquiring: desc(class, instance, access, false),
+                existing: Vec::new(),
+            });
+        }
+    }
+    if !class.ordered {
+        return None;
+    }
+    // New dependencies: from each held lock down to the first that is not
+    // a try-lock (the ones below it reach us through it).
+    let mut found = None;
+    for i in (0..t.held.len()).rev() {
+        let h = t.held[i];
+        if !h.class.ordered || h.class.index == class.index {
+            continue;
+        }
+        let ty = edge_type(h.access, access);
+        let key = (h.class.index, class.index, ty);
+        if !t.known.contains(&key) {
+            let r = add_dependency(t, i, class, instance, access, ty);
+            t.known.insert(key);
+            if found.is_none() {
+                found = r;
+            }
+        }
+        if !h.try_lock {
+            break;
+        }
+    }
+    found
+}
+
+/// Records held[i] -> class; returns a report if it closes a cycle that can
+/// deadlock (the first time this pair closes one).
+fn add_dependency(
+    t: &ThreadState,
+    i: usize,
+    class: ClassId,
+    instance: usize,
+    access: Access,
+    ty: u8,
+) -> Option<Report> {
+    let h = t.held[i];
+    let (from, to) = (h.class.index, class.index);
+    let mut g = graph();
+    let g = g.get_or_insert_with(Graph::default);
+    if g.has(from, to, ty) {
+        return None;
+    }
+    let mut found = None;
+    if let Some(path) = g.deadlock_path(to, from, ty)
+        && g.first_report(from, to)
+    {
+        let existing = path
+            .iter()
+            .filter_map(|&(a, b)| {
+                let e = g.edge(a, b)?;
+                Some(Dependency {
+                    from: registry::info(a).name.into(),
+                    from_access: e.origin.from_access,
+                    to: registry::info(b).name.into(),
+                    to_access: e.origin.to_access,
+                    thread: e.origin.thread.clone(),
+                    holding: e
+                        .origin
+                        .held
+                        .iter()
+                        .map(|&c| registry::info(c).name.into())
+                        .collect(),
+                    backtrace: e.origin.backtrace.as_ref().map(|b| std::format!("{b}")),
+                })
+            })
+            .collect();
+        found = Some(Report {
+            kind: report::ReportKind::Cycle,
+            thread: thread_name(),
+            held: held_desc(&t.held),
+            conflict: i,
+            acquiring: desc(class, instance, access, false),
+            existing,
+        });
+    }
+    g.add(from, to, ty, || {
+        let bt = std::backtrace::Backtrace::capture();
+        Origin {
+            from_access: h.access,
+            to_access: access,
+            thread: thread_name(),
+            held: t.held.iter().map(|h| h.class.index).collect(),
+            backtrace: (bt.status() == std::backtrace::BacktraceStatus::Captured)
+                .then(|| Arc::new(bt)),
+        }
+    });
+    found
+}
+
+/// Pushes an acquired lock on this thread's held stack; false if the
+/// thread's state is unavailable (then `release` must not be called).
+pub(crate) fn push(class: ClassId, instance: usize, access: Access, try_lock: bool) -> bool {
+    with_thread(|t| {
+        t.held.push(HeldLock {
+            class,
+            instance,
+            access,
+            try_lock,
+        })
+    })
+    .is_some()
+}
+
+/// Pops the lock at `instance` (class `class`) off this thread's held
+/// stack, wherever it is (locks may be released in any order). A lock not
+/// found was taken on another thread (its guard was sent here): ignored.
+pub(crate) fn release(class: u32, instance: usize) {
+    with_thread(|t| {
+        if let Some(i) = t
+            .held
+            .iter()
+            .rposition(|h| h.instance == instance && h.class.index == class)
+        {
+            t.held.remove(i);
+        }
+    });
+}
+
+/// The number of locks this thread holds, as lockdep sees them (for tests
+/// and assertions like Linux's `lockdep_assert_held`).
+pub fn held_count() -> usize {
+    with_thread(|t| t.held.len()).unwrap_or(0)
+}

@@ -1,0 +1,178 @@
+//! Lock statistics (feature `stats`): Linux's lock_stat, per lock class.
+//!
+//! Per [class](crate::LockClass) and per read/write: acquisitions,
+//! contended acquisitions, wait and hold times (total, max, log2 histogram
+//! with p50/p99), and what only these locks' algorithms see: pending-path
+//! hits, queue depth, batch ends and hand-offs, parks and wakes (spurious
+//! too), per-CPU fast vs fallback reads, revocations and their cost, SeqLock
+//! retries, RefreshOnce callers served by another's update.
+//!
+//! ```
+//! use scalelock::{ClassRef, LockClass, SeqLock, stats};
+//!
+//! static VTIME: LockClass = LockClass::new("vtime");
+//! let lock: SeqLock<u64> = SeqLock::with_class(0, ClassRef::of(&VTIME));
+//!
+//! stats::enable();
+//! lock.write(1);
+//! assert_eq!(lock.read(), 1);
+//! let snap = stats::snapshot();
+//! let vtime = snap.class("vtime").unwrap();
+//! assert_eq!((vtime.read.acquisitions, vtime.write.acquisitions), (1, 1));
+//! println!("{snap}"); // the lock_stat-style table
+//! for advice in stats::advise(&snap) {
+//!     println!("{advice}");
+//! }
+//! ```
+//!
+//! # Switching and cost
+//! Collection is off until [`enable`]; while off, each acquisition pays one
+//! Relaxed load of a flag that is never written while running (see
+//! [`hook`](crate::hook) for the exact cost model). On, counts go to
+//! per-thread blocks (no shared cache line, see the counters' design in
+//! the source), the clock is read on contended acquisitions (wait time) and
+//! on 1 in [`hold_sample`] acquisitions per thread (hold time: a clock read
+//! costs several uncontended lock operations). Set the rate to 1 to time
+//! every hold, e.g. to catch every long hold.
+//!
+//! A snapshot taken while threads run may lag by the events in flight;
+//! taken after they stop it is exact. [`reset`] zeroes everything.
+//!
+//! # Hold times and lock_api guards
+//! The acquisition's sample start travels in the lock_api 0.5 guard state
+//! ([`hook::Held`](crate::hook::Held)), so a guard that is forgotten never
+//! records a hold; one released on another thread records it there.
+
+pub mod advisor;
+pub(crate) mod clock;
+pub(crate) mod counters;
+mod histogram;
+mod snapshot;
+mod table;
+
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::string::String;
+use std::sync::{PoisonError, RwLock};
+
+pub use self::advisor::{Advice, Figure, Recommendation, Unit, advise};
+pub use self::histogram::{BUCKETS, TimeStats, bucket_of, bucket_range};
+pub use self::snapshot::{AccessStats, ClassStats, Events, Snapshot};
+use crate::class::{Access, LockKind, registry};
+use crate::hook::active;
+
+/// Hold times are sampled on 1 in this many acquisitions per thread, until
+/// [`set_hold_sample`] says otherwise. A power of two: two clock reads per
+/// 16 acquisitions keep the sampling cost a fraction of the counting cost;
+/// `benches/stats_overhead.rs` measures the enabled overhead to tune it.
+pub const DEFAULT_HOLD_SAMPLE: u32 = 16;
+
+static HOLD_SAMPLE: AtomicU32 = AtomicU32::new(DEFAULT_HOLD_SAMPLE);
+/// Holds at least this long (ns) are long; `u64::MAX`: none.
+static LONG_HOLD_NS: AtomicU64 = AtomicU64::new(u64::MAX);
+static LONG_HOLD_HOOK: RwLock<Option<fn(&LongHold)>> = RwLock::new(None);
+
+/// Starts collecting statistics (process-wide).
+pub fn enable() {
+    active::set(active::STATS, true);
+}
+
+/// Stops collecting; what was collected stays until [`reset`].
+pub fn disable() {
+    active::set(active::STATS, false);
+}
+
+/// Whether statistics are being collected.
+pub fn is_enabled() -> bool {
+    active::load() & active::STATS != 0
+}
+
+/// Zeroes every count (a new epoch: blocks of other threads are zeroed by
+/// their owners, never written from here).
+pub fn reset() {
+    counters::reset();
+}
+
+/// The statistics of every class with at least one event since the last
+/// [`reset`], summed over threads.
+pub fn snapshot() -> Snapshot {
+    snapshot::collect()
+}
+
+/// Samples hold times on 1 in `every` acquisitions per thread (1: every
+/// acquisition; 0 is taken as 1). Takes effect at once: of any `k * every`
+/// consecutive acquisitions of a thread, exactly `k` are timed.
+pub fn set_hold_sample(every: u32) {
+    HOLD_SAMPLE.store(every.max(1), Ordering::Relaxed);
+}
+
+/// The hold-time sampling rate; see [`set_hold_sample`].
+pub fn hold_sample() -> u32 {
+    HOLD_SAMPLE.load(Ordering::Relaxed)
+}
+
+/// A hold at least as long as the threshold of [`set_long_hold_hook`].
+#[derive(Clone, Debug)]
+pub struct LongHold {
+    /// The lock's class.
+    pub class: &'static str,
+    /// Its construction site, for a class named by it.
+    pub site: Option<String>,
+    /// The kind of lock.
+    pub kind: LockKind,
+    /// Whether it was held for reading.
+    pub read: bool,
+    /// How long it was held, in ns.
+    pub hold_ns: u64,
+}
+
+impl core::fmt::Display for LongHold {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "long hold: {} ({}, {}) held {} for {}",
+            self.class,
+            self.kind,
+            self.site.as_deref().unwrap_or("no site"),
+            if self.read {
+                "for reading"
+            } else {
+                "for writing"
+            },
+            table::Ns(self.hold_ns),
+        )
+    }
+}
+
+/// Calls `hook` on the releasing thread, after the release, for every
+/// sampled hold of at least `threshold_ns` (each is also counted in
+/// [`Events::long_holds`]); `None` removes the hook (holds are still
+/// counted). Only sampled holds are seen: [`set_hold_sample`]`(1)` to see
+/// them all. `threshold_ns = u64::MAX` turns detection off (the default).
+pub fn set_long_hold_hook(threshold_ns: u64, hook: Option<fn(&LongHold)>) {
+    *LONG_HOLD_HOOK
+        .write()
+        .unwrap_or_else(PoisonError::into_inner) = hook;
+    LONG_HOLD_NS.store(threshold_ns, Ordering::Relaxed);
+}
+
+#[inline]
+pub(crate) fn long_hold_threshold() -> u64 {
+    LONG_HOLD_NS.load(Ordering::Relaxed)
+}
+
+#[cold]
+pub(crate) fn report_long_hold(class: u32, access: Access, hold_ns: u64) {
+    let hook = *LONG_HOLD_HOOK
+        .read()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(hook) = hook {
+        let info = registry::info(class);
+        hook(&LongHold {
+            class: info.name,
+            site: info.site_string(),
+            kind: info.kind,
+            read: access.is_read(),
+            hold_ns,
+        });
+    }
+}

@@ -1,0 +1,232 @@
+//! The `/proc/lock_stat`-style table: `Display` for [`Snapshot`].
+//!
+//! One row per class and access mode that saw acquisitions, then one line
+//! of the class's algorithm events (only those that happened):
+//!
+//! ```text
+//! class      kind      acc        acq   contended   con%  wait-avg  wait-p50 ... hold-max
+//! gnttab     QRwLock   read   1200000        3400  0.28%     1.2us     2.0us ...
+//!                      write      812          90  11.1%     3.1us ...
+//!   events: parks 12, wakes 12, queue max 3
+//! ```
+
+use core::fmt::{self, Display, Formatter, Write as _};
+use std::string::String;
+
+use super::snapshot::{AccessStats, ClassStats, Events, Snapshot};
+
+/// A duration in ns, printed with a unit (`40ns`, `1.2us`, `3.4ms`,
+/// `1.20s`); honours width and alignment.
+pub(crate) struct Ns(pub(crate) u64);
+
+impl Display for Ns {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let ns = self.0;
+        let s = if ns < 1_000 {
+            std::format!("{ns}ns")
+        } else if ns < 1_000_000 {
+            std::format!("{:.1}us", ns as f64 / 1e3)
+        } else if ns < 1_000_000_000 {
+            std::format!("{:.1}ms", ns as f64 / 1e6)
+        } else {
+            std::format!("{:.2}s", ns as f64 / 1e9)
+        };
+        f.pad(&s)
+    }
+}
+
+const HEADER: [&str; 13] = [
+    "acq",
+    "contended",
+    "con%",
+    "wait-avg",
+    "wait-p50",
+    "wait-p99",
+    "wait-max",
+    "wait-total",
+    "holds",
+    "hold-avg",
+    "hold-p50",
+    "hold-p99",
+    "hold-max",
+];
+
+fn row(f: &mut Formatter<'_>, name: &str, kind: &str, acc: &str, a: &AccessStats) -> fmt::Result {
+    writeln!(
+        f,
+        "{name:<32} {kind:<12} {acc:<5} {:>12} {:>10} {:>6.2}% {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        a.acquisitions,
+        a.contended,
+        a.contention() * 100.0,
+        Ns(a.wait.mean_ns()),
+        Ns(a.wait.p50_ns),
+        Ns(a.wait.p99_ns),
+        Ns(a.wait.max_ns),
+        Ns(a.wait.total_ns),
+        a.hold.count,
+        Ns(a.hold.mean_ns()),
+        Ns(a.hold.p50_ns),
+        Ns(a.hold.p99_ns),
+        Ns(a.hold.max_ns),
+    )
+}
+
+/// The class's events that happened, comma-separated ("" if none).
+pub(crate) fn events_line(e: &Events) -> String {
+    let mut s = String::new();
+    let mut item = |name: &str, v: u64| {
+        if v != 0 {
+            if !s.is_empty() {
+                s.push_str(", ");
+            }
+            let _ = write!(s, "{name} {v}");
+        }
+    };
+    item("pending-path", e.pending_path);
+    item("queue-max", e.queue_depth_max);
+    item("batch-ends", e.batch_ends);
+    item("handoffs", e.handoffs);
+    item("parks", e.parks);
+    item("wakes", e.wakes);
+    item("spurious-wakes", e.spurious_wakes);
+    item("fast-reads", e.fast_reads);
+    item("fallback-reads", e.fallback_reads);
+    item("seqlock-retries", e.seqlock_retries);
+    item("refresh-coalesced", e.refresh_coalesced);
+    item("long-holds", e.long_holds);
+    if e.revocations.count != 0 {
+        if !s.is_empty() {
+            s.push_str(", ");
+        }
+        let r = &e.revocations;
+        let _ = write!(
+            s,
+            "revocations {} (avg {}, p99 {}, max {})",
+            r.count,
+            Ns(r.mean_ns()),
+            Ns(r.p99_ns),
+            Ns(r.max_ns)
+        );
+    }
+    s
+}
+
+fn class_rows(f: &mut Formatter<'_>, c: &ClassStats) -> fmt::Result {
+    let kind = c.kind.map_or("?", |k| k.name());
+    let mut first = true;
+    for (acc, a) in [("read", &c.read), ("write", &c.write)] {
+        if a.acquisitions == 0 && a.contended == 0 {
+            continue;
+        }
+        if first {
+            row(f, &c.name, kind, acc, a)?;
+            first = false;
+        } else {
+            row(f, "", "", acc, a)?;
+        }
+    }
+    if first {
+        writeln!(f, "{:<32} {kind:<12} (no acquisitions)", c.name)?;
+    }
+    if let Some(site) = &c.site
+        && *site != c.name
+    {
+        writeln!(f, "  site: {site}")?;
+    }
+    let ev = events_line(&c.events);
+    if !ev.is_empty() {
+        writeln!(f, "  events: {ev}")?;
+    }
+    Ok(())
+}
+
+impl Display for Snapshot {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "lock_stat (scalelock): {} classes, collection {}, hold times sampled 1 in {}{}",
+            self.classes.len(),
+            if self.enabled { "on" } else { "off" },
+            self.hold_sample,
+            if self.dropped_events != 0 {
+                std::format!(", {} events dropped", self.dropped_events)
+            } else {
+                String::new()
+            }
+        )?;
+        let h = &HEADER;
+        writeln!(
+            f,
+            "{:<32} {:<12} {:<5} {:>12} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "class",
+            "kind",
+            "acc",
+            h[0],
+            h[1],
+            h[2],
+            h[3],
+            h[4],
+            h[5],
+            h[6],
+            h[7],
+            h[8],
+            h[9],
+            h[10],
+            h[11],
+            h[12]
+        )?;
+        for c in &self.classes {
+            class_rows(f, c)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::TimeStats;
+
+    #[test]
+    fn ns_units() {
+        assert_eq!(std::format!("{}", Ns(40)), "40ns");
+        assert_eq!(std::format!("{}", Ns(1_250)), "1.2us");
+        assert_eq!(std::format!("{}", Ns(3_400_000)), "3.4ms");
+        assert_eq!(std::format!("{}", Ns(1_200_000_000)), "1.20s");
+        assert_eq!(std::format!("{:>6}", Ns(40)), "  40ns");
+    }
+
+    #[test]
+    fn table_rows_and_events() {
+        let snap = Snapshot {
+            enabled: true,
+            hold_sample: 16,
+            dropped_events: 0,
+            classes: std::vec![ClassStats {
+                name: "gnttab".into(),
+                kind: Some(crate::LockKind::QRwLock),
+                read: AccessStats {
+                    acquisitions: 1000,
+                    contended: 10,
+                    wait: TimeStats::from_samples(&[100; 10]),
+                    hold: TimeStats::from_samples(&[40; 62]),
+                },
+                events: Events {
+                    parks: 3,
+                    wakes: 3,
+                    ..Events::default()
+                },
+                ..ClassStats::default()
+            }],
+        };
+        let t = std::format!("{snap}");
+        let lines: std::vec::Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 4, "{t}");
+        assert!(lines[1].starts_with("class"));
+        assert!(lines[2].starts_with("gnttab"), "{t}");
+        assert!(lines[2].contains(" read "), "{t}");
+        assert!(lines[2].contains("1.00%"), "{t}");
+        assert!(lines[2].contains("100ns"), "{t}");
+        assert_eq!(lines[3], "  events: parks 3, wakes 3");
+    }
+}

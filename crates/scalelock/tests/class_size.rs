@@ -1,0 +1,39 @@
+//! What lock classes cost in bytes: nothing without the `stats` and
+//! `lockdep` features, a 16-byte `ClassRef` per classed lock with them.
+//! Runs in every build (`cargo test` and the feature builds alike).
+
+use std::mem::size_of;
+
+use scalelock::hook::{Held, Pending};
+use scalelock::{
+    ClassRef, QRwLock, QSpinLock, RawPerCpuRwLock, RawQRwLock, RawQSpinLock, RefreshOnce, SeqLock,
+    SeqLockWriteGuard,
+};
+
+const INSTRUMENTED: bool = cfg!(any(feature = "stats", feature = "lockdep"));
+
+#[test]
+fn sizes() {
+    // The queued locks are not instrumented yet; their sizes are fixed.
+    assert_eq!(size_of::<RawQSpinLock>(), 4);
+    assert_eq!(size_of::<RawQRwLock>(), 8);
+    assert_eq!(size_of::<RawPerCpuRwLock>(), 16);
+    assert_eq!(size_of::<QSpinLock<()>>(), 4);
+    assert_eq!(size_of::<QRwLock<()>>(), 8);
+    // RefreshOnce is three 128-byte lines either way.
+    assert_eq!(size_of::<RefreshOnce<u64>>(), 384);
+
+    let class = size_of::<ClassRef>();
+    if INSTRUMENTED {
+        assert_eq!(class, 16);
+        assert_eq!(size_of::<SeqLock<u64>>(), 24 + 16);
+        assert!(size_of::<Held>() <= 16);
+    } else {
+        assert_eq!(class, 0);
+        assert_eq!(size_of::<Held>(), 0);
+        assert_eq!(size_of::<Pending>(), 0);
+        // sequence + writer lock (+ padding) + value: as before classes.
+        assert_eq!(size_of::<SeqLock<u64>>(), 24);
+        assert_eq!(size_of::<SeqLockWriteGuard<'static, u64>>(), 8);
+    }
+}

@@ -1,0 +1,121 @@
+//! Lockdep: taking a lock this thread already holds in a mode that blocks
+//! is reported before the thread waits for itself.
+//! Run: `cargo test -p scalelock --features lockdep --test lockdep_recursion`
+#![cfg(feature = "lockdep")]
+
+mod hook_lock;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use hook_lock::HookRwLock;
+use scalelock::{ClassRef, LockClass, RefreshOnce, SeqLock, lockdep};
+
+/// The panic message of `f`, if it panicked.
+fn report_of(f: impl FnOnce()) -> Option<String> {
+    catch_unwind(AssertUnwindSafe(f))
+        .err()
+        .map(|e| e.downcast::<String>().map(|s| *s).unwrap_or_default())
+}
+
+#[test]
+fn seqlock_writer_lock_taken_twice() {
+    static S: SeqLock<u32> = SeqLock::new(0);
+    let r = report_of(|| {
+        let _g = S.lock();
+        let _again = S.lock();
+    })
+    .expect("reported instead of deadlocking");
+    assert!(r.contains("possible recursive locking"), "{r}");
+    assert!(r.contains("\"SeqLock\" (write, SeqLock at"), "{r}");
+    assert!(r.contains("<- the same lock"), "{r}");
+    assert!(r.contains("not recursive"), "{r}");
+    // The outer guard unwound; the stack is empty again.
+    assert!(S.try_lock().is_some());
+    assert_eq!(lockdep::held_count(), 0);
+}
+
+#[test]
+fn two_locks_of_one_class_are_not_recursion() {
+    static C: LockClass = LockClass::new("rec-same-class");
+    let a: SeqLock<u8> = SeqLock::with_class(0, ClassRef::of(&C));
+    let b: SeqLock<u8> = SeqLock::with_class(0, ClassRef::of(&C));
+    assert_eq!(
+        report_of(|| {
+            let _a = a.lock();
+            let _b = b.lock();
+            assert_eq!(lockdep::held_count(), 2);
+        }),
+        None
+    );
+    assert_eq!(lockdep::held_count(), 0);
+}
+
+#[test]
+fn rwlock_modes() {
+    static C: LockClass = LockClass::new("rec-rw");
+    static L: HookRwLock = HookRwLock::new(ClassRef::of(&C));
+    // A second fair read can queue behind a writer that waits for the
+    // first: reported.
+    let r = report_of(|| {
+        let _r1 = L.read();
+        let _r2 = L.read();
+    })
+    .expect("fair read twice");
+    assert!(r.contains("a second fair read queues behind"), "{r}");
+    // Recursive reads are not blocked by readers.
+    assert_eq!(
+        report_of(|| {
+            let _r1 = L.read_recursive();
+            let _r2 = L.read_recursive();
+            let _r3 = L.read();
+        })
+        .as_deref()
+        .map(|r| r.contains("(read, other")),
+        Some(true),
+        "a fair read after recursive reads still queues behind writers"
+    );
+    assert_eq!(
+        report_of(|| {
+            let _r1 = L.read();
+            let _r2 = L.read_recursive();
+        }),
+        None
+    );
+    // Read then write, write then (recursive) read: waits for itself.
+    assert!(
+        report_of(|| {
+            let _r = L.read();
+            let _w = L.write();
+        })
+        .is_some()
+    );
+    assert!(
+        report_of(|| {
+            let _w = L.write();
+            let _r = L.read_recursive();
+        })
+        .is_some()
+    );
+    // A try-lock of a held lock just fails: not reported.
+    assert_eq!(
+        report_of(|| {
+            let _w = L.write();
+            assert!(L.try_lock(scalelock::Access::Write).is_none());
+        }),
+        None
+    );
+    assert_eq!(lockdep::held_count(), 0);
+}
+
+#[test]
+fn refresh_inside_its_own_update() {
+    static R: RefreshOnce<u64> = RefreshOnce::new(0);
+    let r = report_of(|| {
+        R.refresh(|v| R.refresh(|w| w + 1) + v);
+    })
+    .expect("the inner refresh would wait for its own update");
+    assert!(r.contains("\"RefreshOnce\" (write, RefreshOnce"), "{r}");
+    assert!(!R.is_refreshing(), "the outer update was abandoned");
+    assert_eq!(R.refresh(|v| v + 1), 1);
+    assert_eq!(lockdep::held_count(), 0);
+}

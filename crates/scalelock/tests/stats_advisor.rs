@@ -1,0 +1,207 @@
+//! The advisor on synthetic snapshots: each rule fires on the figures it
+//! names, cites its threshold constant, and the first matching rule wins.
+//! Run: `cargo test -p scalelock --features stats --test stats_advisor`
+#![cfg(feature = "stats")]
+
+use scalelock::LockKind;
+use scalelock::stats::advisor::{self, Recommendation};
+use scalelock::stats::{AccessStats, ClassStats, Events, Snapshot, TimeStats, advise};
+
+/// A class with `reads`/`writes` acquisitions, `contended` of each kind,
+/// and every sampled hold lasting `hold_ns`.
+fn class(
+    kind: LockKind,
+    reads: u64,
+    writes: u64,
+    contended: (u64, u64),
+    hold_ns: &[u64],
+) -> ClassStats {
+    ClassStats {
+        name: format!("{kind}-class"),
+        site: None,
+        kind: Some(kind),
+        read: AccessStats {
+            acquisitions: reads,
+            contended: contended.0,
+            wait: TimeStats::from_samples(&vec![500; contended.0.min(100) as usize]),
+            hold: TimeStats::from_samples(if reads != 0 { hold_ns } else { &[] }),
+        },
+        write: AccessStats {
+            acquisitions: writes,
+            contended: contended.1,
+            wait: TimeStats::from_samples(&vec![500; contended.1.min(100) as usize]),
+            hold: TimeStats::from_samples(if writes != 0 { hold_ns } else { &[] }),
+        },
+        events: Events::default(),
+    }
+}
+
+fn advice_for(c: ClassStats) -> scalelock::stats::Advice {
+    let snap = Snapshot {
+        enabled: true,
+        hold_sample: 16,
+        dropped_events: 0,
+        classes: vec![c],
+    };
+    let mut a = advise(&snap);
+    assert_eq!(a.len(), 1);
+    a.pop().unwrap()
+}
+
+fn cites(a: &scalelock::stats::Advice, constant: &str) -> bool {
+    a.figures
+        .iter()
+        .any(|f| f.threshold.as_ref().is_some_and(|t| t.0 == constant))
+}
+
+#[test]
+fn read_mostly_with_contending_readers_wants_percpu() {
+    let a = advice_for(class(
+        LockKind::QRwLock,
+        995_000,
+        5_000,
+        (2_000, 300),
+        &[40; 100],
+    ));
+    assert_eq!(a.recommendation, Recommendation::PerCpuRwLock);
+    assert!(cites(&a, "PERCPU_READ_SHARE"));
+    assert!(cites(&a, "MIN_READ_CONTENTION"));
+    let text = a.to_string();
+    assert!(
+        text.starts_with("QRwLock-class (QRwLock): use PerCpuRwLock: "),
+        "{text}"
+    );
+    assert!(
+        text.contains("read share 99.5% (PERCPU_READ_SHARE: >= 99.0%)"),
+        "{text}"
+    );
+
+    // Already a PerCpuRwLock: no such advice (uncontended overall: keep).
+    let a = advice_for(class(
+        LockKind::PerCpuRwLock,
+        995_000,
+        5_000,
+        (2_000, 300),
+        &[40; 100],
+    ));
+    assert_eq!(a.recommendation, Recommendation::Keep);
+    // 98% reads is below the threshold.
+    let a = advice_for(class(
+        LockKind::QRwLock,
+        980_000,
+        20_000,
+        (2_000, 300),
+        &[40; 100],
+    ));
+    assert_ne!(a.recommendation, Recommendation::PerCpuRwLock);
+}
+
+#[test]
+fn half_reads_with_short_holds_want_a_mutex() {
+    let a = advice_for(class(
+        LockKind::QRwLock,
+        50_000,
+        50_000,
+        (3_000, 4_000),
+        &[40; 100],
+    ));
+    assert_eq!(a.recommendation, Recommendation::QSpinLock);
+    assert!(cites(&a, "MUTEX_MAX_READ_SHARE"));
+    assert!(cites(&a, "SHORT_HOLD_NS"));
+    assert!(a.reason.contains("an rwlock buys nothing over QSpinLock"));
+    assert!(
+        a.to_string()
+            .contains("hold p50 40ns (SHORT_HOLD_NS: <= 1.0us)"),
+        "{a}"
+    );
+    // Long holds: readers overlapping is worth it, keep the rwlock.
+    let a = advice_for(class(
+        LockKind::QRwLock,
+        50_000,
+        50_000,
+        (3_000, 4_000),
+        &[50_000; 100],
+    ));
+    assert_eq!(a.recommendation, Recommendation::Keep);
+}
+
+#[test]
+fn hold_tails_with_parks_are_not_a_lock_type_problem() {
+    let mut holds = vec![200u64; 98];
+    holds.extend([5_000_000, 5_000_000]);
+    let mut c = class(LockKind::QSpinLock, 0, 100_000, (0, 5_000), &holds);
+    c.events.parks = 1_000;
+    let a = advice_for(c.clone());
+    assert_eq!(a.recommendation, Recommendation::FixLongHolds);
+    for k in [
+        "LONG_HOLD_P99_NS",
+        "HOLD_TAIL_RATIO",
+        "MIN_PARK_SHARE",
+        "MIN_CONTENTION",
+    ] {
+        assert!(cites(&a, k), "{a}");
+    }
+    assert!(a.reason.contains("preempted"));
+    // Without parks the same holds are not blamed on descheduling.
+    c.events.parks = 0;
+    assert_ne!(advice_for(c).recommendation, Recommendation::FixLongHolds);
+}
+
+#[test]
+fn percpu_with_frequent_writes_wants_qrwlock() {
+    let mut c = class(LockKind::PerCpuRwLock, 90_000, 10_000, (0, 100), &[40; 100]);
+    c.events.revocations = TimeStats::from_samples(&[16_000; 50]);
+    let a = advice_for(c);
+    assert_eq!(a.recommendation, Recommendation::QRwLock);
+    assert!(cites(&a, "PERCPU_MAX_WRITE_SHARE"));
+    assert!(a.to_string().contains("revocation mean cost 16.0us"), "{a}");
+}
+
+#[test]
+fn retrying_seqlock_readers_want_qrwlock() {
+    let mut c = class(
+        LockKind::SeqLock,
+        100_000,
+        20_000,
+        (30_000, 2_000),
+        &[40; 100],
+    );
+    c.events.seqlock_retries = 40_000;
+    let a = advice_for(c);
+    assert_eq!(a.recommendation, Recommendation::QRwLock);
+    assert!(cites(&a, "SEQLOCK_MAX_RETRY_SHARE"));
+}
+
+#[test]
+fn little_data_or_little_contention() {
+    let a = advice_for(class(LockKind::QSpinLock, 0, 999, (0, 900), &[40]));
+    assert_eq!(a.recommendation, Recommendation::NotEnoughData);
+    assert!(cites(&a, "MIN_ACQUISITIONS"));
+    let a = advice_for(class(LockKind::QSpinLock, 0, 100_000, (0, 999), &[40]));
+    assert_eq!(a.recommendation, Recommendation::Keep);
+    assert!(cites(&a, "MIN_CONTENTION"));
+    assert!(a.reason.contains("rarely contended"));
+    // Contended mutex, nothing better to offer.
+    let a = advice_for(class(LockKind::QSpinLock, 0, 100_000, (0, 30_000), &[40]));
+    assert_eq!(a.recommendation, Recommendation::Keep);
+    assert!(a.reason.contains("split the data"));
+}
+
+#[test]
+fn one_advice_per_class_in_order() {
+    let snap = Snapshot {
+        enabled: true,
+        hold_sample: 16,
+        dropped_events: 0,
+        classes: vec![
+            class(LockKind::QRwLock, 995_000, 5_000, (2_000, 300), &[40; 100]),
+            class(LockKind::QSpinLock, 0, 10, (0, 0), &[40]),
+        ],
+    };
+    let a = advise(&snap);
+    assert_eq!(a.len(), 2);
+    assert_eq!(a[0].class, "QRwLock-class");
+    assert_eq!(a[1].recommendation, Recommendation::NotEnoughData);
+    // The constants are public, for tools that print them.
+    assert_eq!(advisor::PERCPU_READ_SHARE, 0.99);
+}

@@ -1,0 +1,108 @@
+//! Lock statistics switched off and on, reset, and the long-hold hook.
+//! One test: the switch, the epoch and the hook are process-wide.
+//! Run: `cargo test -p scalelock --features stats --test stats_switch`
+#![cfg(feature = "stats")]
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use scalelock::stats::{self, LongHold};
+use scalelock::{ClassRef, LockClass, LockKind, SeqLock};
+
+static LONG: Mutex<Vec<LongHold>> = Mutex::new(Vec::new());
+
+fn on_long_hold(h: &LongHold) {
+    LONG.lock().unwrap().push(h.clone());
+}
+
+fn writes(name: &str) -> u64 {
+    stats::snapshot()
+        .class(name)
+        .map_or(0, |c| c.write.acquisitions)
+}
+
+#[test]
+fn switch_reset_and_long_holds() {
+    static C: LockClass = LockClass::new("switch");
+    static S: SeqLock<u64> = SeqLock::with_class(0, ClassRef::of(&C));
+
+    // Off by default: nothing is counted.
+    assert!(!stats::is_enabled());
+    S.write(1);
+    assert_eq!(writes("switch"), 0);
+    assert!(!stats::snapshot().enabled);
+
+    stats::enable();
+    S.write(2);
+    S.write(3);
+    assert_eq!(writes("switch"), 2);
+
+    // Off again: counts stay, nothing new is added.
+    stats::disable();
+    S.write(4);
+    assert_eq!(writes("switch"), 2);
+
+    // Reset: everything reads zero, the class disappears until it counts.
+    stats::reset();
+    assert!(stats::snapshot().class("switch").is_none());
+    stats::enable();
+    S.write(5);
+    assert_eq!(writes("switch"), 1);
+
+    // Sampling: 1 in 4 holds timed, per thread.
+    stats::reset();
+    stats::set_hold_sample(4);
+    assert_eq!(stats::hold_sample(), 4);
+    for i in 0..40 {
+        S.write(i);
+    }
+    let w = stats::snapshot().class("switch").unwrap().write.clone();
+    assert_eq!(w.acquisitions, 40);
+    assert_eq!(w.hold.count, 10);
+    assert_eq!(stats::snapshot().hold_sample, 4);
+
+    // Long holds: at or above the threshold, counted and handed to the
+    // hook after the release.
+    stats::reset();
+    stats::set_hold_sample(1);
+    stats::set_long_hold_hook(1_000_000, Some(on_long_hold));
+    S.write(7);
+    {
+        let g = S.lock();
+        std::thread::sleep(Duration::from_millis(3));
+        g.publish(8);
+    }
+    let long = std::mem::take(&mut *LONG.lock().unwrap());
+    assert_eq!(long.len(), 1, "{long:?}");
+    assert_eq!(long[0].class, "switch");
+    assert_eq!(long[0].kind, LockKind::SeqLock);
+    assert!(!long[0].read);
+    assert!(long[0].hold_ns >= 3_000_000);
+    assert!(
+        long[0]
+            .to_string()
+            .starts_with("long hold: switch (SeqLock")
+    );
+    let s = stats::snapshot();
+    assert_eq!(s.class("switch").unwrap().events.long_holds, 1);
+
+    // The hook removed, long holds are still counted.
+    stats::set_long_hold_hook(1_000_000, None);
+    {
+        let _g = S.lock();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(LONG.lock().unwrap().is_empty());
+    assert_eq!(
+        stats::snapshot().class("switch").unwrap().events.long_holds,
+        2
+    );
+    stats::set_long_hold_hook(u64::MAX, None);
+
+    // The snapshot round-trips through serde (here JSON).
+    let snap = stats::snapshot();
+    let json = serde_json::to_string(&snap).unwrap();
+    assert!(json.contains("\"name\":\"switch\""), "{json}");
+    let back: stats::Snapshot = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, snap);
+}
