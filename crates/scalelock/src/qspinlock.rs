@@ -9,9 +9,8 @@
 //! ```text
 //!  byte 0              byte 1                         bytes 2..3
 //! +-------------------+------------------------------+-----------------+
-//! | locked: FREE /    | flags: KEPT|HEAD_PARKED|     | tail (node      |
-//! | LOCKED / RESERVED |        HANDOFF|PENDING       | index, 0: none) |
-//! | / OWNED           |                              |                 |
+//! | locked: FREE /    | flags: HEAD_PARKED|HANDOFF|  | tail (node      |
+//! | LOCKED / RESERVED |        PENDING               | index, 0: none) |
 //! +-------------------+------------------------------+-----------------+
 //! ```
 //! Three separate atomics (`AtomicU8`, `AtomicU8`, `AtomicU16`), never
@@ -24,11 +23,9 @@
 //! | `locked` = `FREE` | free; anyone may take it (`cmpxchg FREE -> LOCKED`) | a releaser |
 //! | `locked` = `LOCKED` | held | the acquirer's `cmpxchg` |
 //! | `locked` = `RESERVED` | free, only the word waiter may take it | a releaser that saw `HANDOFF`, or `unlock_fair` with a word waiter |
-//! | `locked` = `OWNED` | free, kept for the thread that was just handed the lock (it knows from a thread-local record); the word waiter takes it once it claims | that thread's first releases after the hand-off |
 //! | `PENDING` | one thread, the *word waiter*, is first in line | a contender that found neither word waiter nor queue, or a queue head without predecessor; cleared by its owner in the RMW after it acquires, or handed on to its queue successor in that RMW |
 //! | `HANDOFF` | the word waiter claims the lock: releases store `RESERVED` | the word waiter (or a contender that took a reserved lock whose word waiter did not come); cleared when the word waiter acquires |
 //! | `HEAD_PARKED` | a queue head without predecessor sleeps until `PENDING` clears | that head; cleared by the word waiter's acquiring RMW, which then wakes it |
-//! | `KEPT` | some holder keeps the lock `OWNED` between its releases: releases must check their thread-local record | the word waiter's acquiring RMW; cleared by a release whose record is over |
 //! | `tail` | index of the last MCS queue node | `swap` by each newcomer; `cmpxchg -> 0` by the last node leaving |
 //!
 //! # Invariants
@@ -39,11 +36,7 @@
 //!    set by the word waiter, by a holder that saw `PENDING`, or by a
 //!    contender that took a reserved lock, all while `PENDING` stays set by
 //!    invariant 1), so the lock is never reserved for nobody.
-//! 3. `OWNED` is taken back by its thread, or by the word waiter once it
-//!    claimed the lock (its wait is bounded by `batch_ns`), so a holder
-//!    that stops using the lock while keeping it delays others by at most
-//!    a batch.
-//! 4. A newcomer becomes the word waiter only if there is no queue, and
+//! 3. A newcomer becomes the word waiter only if there is no queue, and
 //!    queues otherwise: it never passes a queued waiter that way.
 //!
 //! # Who waits where (count the cache lines)
@@ -83,12 +76,12 @@
 //! then the word waiter gets it through `RESERVED`, and the old holder's
 //! next `lock` finds it taken and queues behind everyone. The old holder is
 //! still running, though, and a lock it sees free between the new holder's
-//! acquisitions would be its for the taking: so the new holder *keeps* the
-//! lock (`OWNED`) on its first `handover_protect_releases` releases, which
-//! only it can take back (its own `lock` fails the fast path once and takes
-//! `OWNED` in the slow path). Bypass is bounded: newcomers pass the word
-//! waiter only through the fast path, during a batch, and never pass a
-//! queued waiter to become the word waiter (invariant 4).
+//! acquisitions would be its for the taking: so its next `lock` skips the
+//! optimistic spin and queues (a thread-local note, `wait::batch`; its
+//! first attempt almost always finds the lock reserved or held). Bypass is
+//! bounded: newcomers pass the word waiter only through the fast path or
+//! while nobody waits on the word, during a batch, and never pass a queued
+//! waiter to become the word waiter (invariant 3).
 //!
 //! # Preemption (the paravirt part)
 //! - Queued waiters sleep on their own nodes: a preempted queued waiter
@@ -130,9 +123,9 @@
 //! thread on std. A thread without a node (table exhausted, or locking from
 //! a thread-local destructor) never queues: it polls, keeps trying to
 //! become the word waiter (possible whenever there is no queue), and sleeps
-//! until a release in between. Correct, not FIFO. A platform without
-//! per-thread state (`Platform::with_local`) gets no hand-off protection:
-//! correct, with more bypass after hand-offs.
+//! until a release in between. Correct, not FIFO. On a platform without
+//! per-thread state (`Platform::with_local`) the thread that handed the lock
+//! over spins before queueing like anybody: correct, with more bypass.
 //!
 //! # What is not supported
 //! Locking from a signal handler that interrupted a thread inside this
@@ -155,9 +148,6 @@ const FREE: u8 = 0;
 const LOCKED: u8 = 1;
 /// `locked`: free, reserved for the word waiter.
 const RESERVED: u8 = 2;
-/// `locked`: free, kept for the thread that was just handed the lock (its
-/// record is thread-local, `wait::batch::HandedOver`).
-const OWNED: u8 = 3;
 
 /// A word waiter exists (the pending bit).
 const PENDING: u8 = 1 << 0;
@@ -165,9 +155,6 @@ const PENDING: u8 = 1 << 0;
 const HANDOFF: u8 = 1 << 1;
 /// A queue head without predecessor sleeps until `PENDING` clears.
 const HEAD_PARKED: u8 = 1 << 2;
-/// The holder that was just handed the lock keeps it (`OWNED`) on its
-/// next releases; a hint that lets other releases skip the per-thread check.
-const KEPT: u8 = 1 << 3;
 
 /// A 4-byte queued spinlock; see the module documentation.
 ///
@@ -231,10 +218,10 @@ impl<P: Platform> RawQSpinLock<P> {
 
     #[cold]
     fn lock_slow(&self) {
-        if self.take_kept() {
-            return;
-        }
-        if self.spin_before_queueing() {
+        // A thread that just handed the lock to the word waiter is still
+        // running and would take it back whenever it finds it free between
+        // the new holder's acquisitions: it queues at once instead.
+        if !batch::just_handed_off::<P>(self.addr()) && self.spin_before_queueing() {
             return;
         }
         if self.try_become_pending() {
@@ -245,14 +232,6 @@ impl<P: Platform> RawQSpinLock<P> {
             Some(index) => self.lock_queued(index),
             None => self.lock_unqueued(),
         }
-    }
-
-    /// Takes the lock back if it is kept for us after a hand-off.
-    #[inline]
-    fn take_kept(&self) -> bool {
-        self.locked.load(Ordering::Relaxed) == OWNED
-            && batch::kept_for_me::<P>(self.addr())
-            && self.take(OWNED)
     }
 
     /// The optimistic spin: takes a lock that is free and stays free, or a
@@ -345,9 +324,6 @@ impl<P: Platform> RawQSpinLock<P> {
                 // looking again cannot tell: our loads take the holder's
                 // cache line and hold it up, free.)
                 FREE => claimed.is_some() && self.try_lock_fast(),
-                // Kept for a holder that was just handed the lock: once our
-                // batch wait is over, ours (its holder may have gone).
-                OWNED => claimed.is_some() && self.take(OWNED),
                 _ => false,
             };
             if taken {
@@ -388,9 +364,6 @@ impl<P: Platform> RawQSpinLock<P> {
                 }
             }
         }
-        // Keep the lock from the thread we took it from (still running) for
-        // our first releases: it must queue rather than take it back.
-        batch::handed_over::<P>(self.addr());
         // Invariant 1: only we clear PENDING, and only now. With a queued
         // successor we do not clear it but hand it on: the successor owns
         // it from here, so there is no moment without a word waiter in
@@ -400,10 +373,7 @@ impl<P: Platform> RawQSpinLock<P> {
         let keep = if successor.is_some() { PENDING } else { 0 };
         let old = self
             .flags
-            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |f| {
-                Some((f & !(PENDING | HANDOFF | HEAD_PARKED)) | keep | KEPT)
-            })
-            .unwrap_or_else(|f| f);
+            .fetch_and(!(PENDING | HANDOFF | HEAD_PARKED) | keep, Ordering::Acquire);
         if old & HEAD_PARKED != 0 {
             parking::unpark_all::<P>(self.addr());
         }
@@ -574,7 +544,7 @@ impl<P: Platform> RawQSpinLock<P> {
         // We hold the lock, so a PENDING seen here stays set until its
         // owner takes the lock (invariant 1).
         let flags = self.flags.load(Ordering::Relaxed);
-        if flags & (PENDING | KEPT) != 0 {
+        if flags & PENDING != 0 {
             self.release_contended(flags, fair);
             return;
         }
@@ -590,7 +560,9 @@ impl<P: Platform> RawQSpinLock<P> {
     /// else release as usual, waking it if it sleeps until a release.
     #[inline]
     fn release_contended(&self, flags: u8, fair: bool) {
-        if flags & PENDING != 0 && (fair || flags & HANDOFF != 0) {
+        if fair || flags & HANDOFF != 0 {
+            // We hand the lock over: our next `lock` must not take it back.
+            batch::handing_off::<P>(self.addr());
             // Release pairs with the word waiter's Acquire cmpxchg.
             self.locked.store(RESERVED, Ordering::Release);
             // Pairs with the heavy fence of `parking::sleep_until_released`.
@@ -598,20 +570,8 @@ impl<P: Platform> RawQSpinLock<P> {
             // The word waiter may sleep on its ticket alone (quietly).
             parking::wake_all_after_release::<P>(self.addr());
         } else {
-            // Just handed the lock? Keep it for ourselves (only our next
-            // `lock` takes OWNED back); else free it.
-            let next = if flags & KEPT == 0 {
-                FREE
-            } else if batch::keep_for_me::<P>(self.addr()) {
-                OWNED
-            } else {
-                // Our protection is over (or KEPT is another holder's that
-                // lost the lock): drop the hint while we hold the lock.
-                self.flags.fetch_and(!KEPT, Ordering::Relaxed);
-                FREE
-            };
             // As in `release`.
-            self.locked.store(next, Ordering::Release);
+            self.locked.store(FREE, Ordering::Release);
             P::light_fence();
             parking::wake_after_release::<P>(self.addr());
         }
@@ -661,14 +621,12 @@ impl<P: Platform> core::fmt::Debug for RawQSpinLock<P> {
                     FREE => "free",
                     LOCKED => "locked",
                     RESERVED => "reserved",
-                    OWNED => "kept",
                     _ => "?",
                 },
             )
             .field("pending", &(flags & PENDING != 0))
             .field("handoff", &(flags & HANDOFF != 0))
             .field("head_parked", &(flags & HEAD_PARKED != 0))
-            .field("kept", &(flags & KEPT != 0))
             .field("tail", &tail)
             .finish()
     }
@@ -705,7 +663,7 @@ unsafe impl<P: Platform> RawMutex for RawQSpinLock<P> {
     /// the word waiter, the thread first in line (see the module docs).
     #[inline]
     fn try_lock(&self) -> Option<GuardSend> {
-        (self.try_lock_fast() || self.take_kept()).then(GuardSend::new)
+        self.try_lock_fast().then(GuardSend::new)
     }
 
     #[inline]

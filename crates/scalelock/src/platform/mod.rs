@@ -67,14 +67,14 @@ pub type DefaultPlatform = LoomPlatform;
 /// Its contents are private to the crate.
 #[derive(Debug, Default)]
 pub struct LocalState {
-    pub(crate) handover: crate::wait::batch::HandedOver,
+    pub(crate) handed_off: crate::wait::batch::HandedOff,
 }
 
 impl LocalState {
     /// Fresh state.
     pub const fn new() -> Self {
         Self {
-            handover: crate::wait::batch::HandedOver::new(),
+            handed_off: crate::wait::batch::HandedOff::new(),
         }
     }
 }

@@ -175,34 +175,3 @@ fn contended_counts_are_exact() {
     assert_eq!(raw.tail.load(Ordering::Relaxed), 0);
     assert_eq!(raw.locked.load(Ordering::Relaxed), FREE);
 }
-
-/// After a hand-off the new holder keeps the lock (`OWNED`) on its next
-/// releases: other threads cannot take it through `try_lock`, the holder
-/// can; once its protection is used up its releases free the lock.
-#[test]
-fn handed_over_lock_is_kept_for_its_new_holder() {
-    let raw: Arc<RawQSpinLock> = Arc::new(RawQSpinLock::new());
-    let g = raw.lock();
-    // What the word waiter's acquisition does.
-    crate::wait::batch::handed_over::<DefaultPlatform>(raw.addr());
-    raw.flags.fetch_or(KEPT, Ordering::Relaxed);
-    // SAFETY: `g` came from `raw.lock()` above.
-    unsafe { raw.unlock(g) };
-    assert_eq!(raw.locked.load(Ordering::Relaxed), OWNED);
-    assert!(!raw.is_locked());
-    let other = {
-        let raw = raw.clone();
-        std::thread::spawn(move || raw.try_lock().is_none())
-    };
-    assert!(other.join().unwrap(), "another thread took a kept lock");
-    let mut releases = 1;
-    while raw.locked.load(Ordering::Relaxed) == OWNED {
-        let g = raw.try_lock().expect("the new holder takes its lock back");
-        // SAFETY: `g` came from `try_lock` just above.
-        unsafe { raw.unlock(g) };
-        releases += 1;
-        assert!(releases <= TUNING.handover_protect_releases + 1);
-    }
-    assert_eq!(releases, TUNING.handover_protect_releases);
-    assert_eq!(raw.state(), (FREE, 0, 0), "the KEPT hint is dropped");
-}

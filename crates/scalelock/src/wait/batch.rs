@@ -21,10 +21,10 @@
 //! the holder a third of its speed under contention, measured with
 //! `cargo bench -p scalelock --bench qspinlock` at 2 and 16 threads.)
 //!
-//! After a hand-off the new holder keeps the lock from the old one for its
-//! first releases ([`handed_over`], [`keep_for_me`]): the old holder is
-//! still running, and would otherwise take the lock back through the fast
-//! path whenever it finds it free between the new holder's acquisitions.
+//! The thread that handed the lock over is still running: its next `lock`
+//! queues at once ([`handing_off`], [`just_handed_off`]) instead of
+//! spinning, or it would take the lock back whenever it finds it free
+//! between the new holder's acquisitions.
 //!
 //! A word waiter that is not running when the lock is reserved for it
 //! delays nobody for long: a spinning contender takes a reserved lock after
@@ -32,7 +32,6 @@
 
 use core::cell::Cell;
 
-use super::TUNING;
 use crate::platform::Platform;
 
 /// A waiter's clock: when it started waiting, and polls (the bound on
@@ -76,58 +75,31 @@ impl BatchClock {
     }
 }
 
-/// A thread's record of the lock it was just handed: while it lasts, the
-/// thread's releases of that lock keep it for the thread (`OWNED` in
-/// `qspinlock`), so the thread that handed it over, which is still running,
-/// cannot take it back through the fast path and must queue instead. Lives
+/// A thread's record of the lock it just handed to the word waiter: its next
+/// `lock` of it queues at once rather than spinning, because a thread still
+/// running right after a hand-off would otherwise take the lock back
+/// whenever it finds it free between the new holder's acquisitions. Lives
 /// in `LocalState`; only its thread touches it.
 #[derive(Debug, Default)]
-pub(crate) struct HandedOver {
+pub(crate) struct HandedOff {
     lock: Cell<usize>,
-    releases: Cell<u32>,
 }
 
-impl HandedOver {
+impl HandedOff {
     pub(crate) const fn new() -> Self {
-        Self {
-            lock: Cell::new(0),
-            releases: Cell::new(0),
-        }
+        Self { lock: Cell::new(0) }
     }
 }
 
-/// The calling thread was handed the lock at `lock`: protect its next
-/// `handover_protect_releases` releases.
+/// The calling thread reserves the lock at `lock` for its word waiter.
 #[inline]
-pub(crate) fn handed_over<P: Platform>(lock: usize) {
-    let _ = P::with_local(|l| {
-        l.handover.lock.set(lock);
-        l.handover.releases.set(TUNING.handover_protect_releases);
-    });
+pub(crate) fn handing_off<P: Platform>(lock: usize) {
+    let _ = P::with_local(|l| l.handed_off.lock.set(lock));
 }
 
-/// Whether this release of `lock` should keep it for the calling thread
-/// (counts the release).
+/// Whether the calling thread's last release of `lock` handed it over
+/// (consumes the record).
 #[inline]
-pub(crate) fn keep_for_me<P: Platform>(lock: usize) -> bool {
-    P::with_local(|l| {
-        if l.handover.lock.get() != lock {
-            return false;
-        }
-        // The last protected release frees the lock: after it, nothing
-        // says the lock is ours any more.
-        let n = l.handover.releases.get().saturating_sub(1);
-        l.handover.releases.set(n);
-        if n == 0 {
-            l.handover.lock.set(0);
-        }
-        n != 0
-    })
-    .unwrap_or(false)
-}
-
-/// Whether the calling thread may take `lock` back from `OWNED`.
-#[inline]
-pub(crate) fn kept_for_me<P: Platform>(lock: usize) -> bool {
-    P::with_local(|l| l.handover.lock.get() == lock).unwrap_or(false)
+pub(crate) fn just_handed_off<P: Platform>(lock: usize) -> bool {
+    P::with_local(|l| l.handed_off.lock.replace(0) == lock).unwrap_or(false)
 }

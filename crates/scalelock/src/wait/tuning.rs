@@ -31,10 +31,6 @@ pub(crate) struct Tuning {
     pub batch_ns: u64,
     /// The same bound in polls, for platforms without a clock.
     pub batch_polls: u32,
-    /// Releases after a hand-off during which the new holder keeps the lock
-    /// for itself, so that the thread that handed it over queues instead
-    /// of taking it back through the fast path.
-    pub handover_protect_releases: u32,
     /// First quiet-poll interval of a word waiter, in relaxes; the interval
     /// doubles up to `quiet_max_relaxes`, after which each interval is a
     /// timed sleep of `quiet_sleep_ns`.
@@ -127,7 +123,6 @@ const NATIVE: Tuning = Tuning {
 
     batch_ns: 1_000_000,
     batch_polls: 1 << 12,
-    handover_protect_releases: 2048,
     quiet_min_relaxes: 64,
     quiet_max_relaxes: 128,
     quiet_sleep_ns: 1_000_000,
@@ -168,7 +163,6 @@ const LOOM: Tuning = Tuning {
 
     batch_ns: 1_000_000,
     batch_polls: 3,
-    handover_protect_releases: 2,
     quiet_min_relaxes: 1,
     quiet_max_relaxes: 1,
     quiet_sleep_ns: 0,
