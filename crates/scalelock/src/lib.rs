@@ -50,8 +50,8 @@ mod wait;
 
 pub use crate::class::{Access, ClassRef, LockClass, LockKind};
 pub use crate::percpu_rwlock::{
-    PerCpuReadToken, PerCpuRwLock, PerCpuRwLockExt, PerCpuRwLockReadGuard, PerCpuRwLockWriteGuard,
-    PerCpuWriteToken, RawPerCpuRwLock,
+    PerCpuReadToken, PerCpuRwLock, PerCpuRwLockExt, PerCpuRwLockReadGuard,
+    PerCpuRwLockUpgradableReadGuard, PerCpuRwLockWriteGuard, PerCpuWriteToken, RawPerCpuRwLock,
 };
 pub use crate::qrwlock::{
     QRwLock, QRwLockReadGuard, QRwLockUpgradableReadGuard, QRwLockWriteGuard, RawQRwLock,

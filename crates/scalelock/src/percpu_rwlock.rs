@@ -1,43 +1,64 @@
 //! `RawPerCpuRwLock`: a reader-writer lock whose read fast path writes no
 //! cache line that any other reader writes.
 //!
-//! After Xen's per-CPU rwlocks (seed 000) and BRAVO (Dice & Kogan, 2019).
+//! After Xen's per-CPU rwlocks (the grant-table and p2m locks), BRAVO (Dice
+//! & Kogan, ATC'19) and folly's `SharedMutex`.
 //!
 //! # The algorithm
 //! Each lock is a [`RawQRwLock`] (the *underlying* lock: fair, queued) plus a
-//! state word holding a unique lock id and a `FAST` bit (the reader bias;
-//! Xen's barrier is `FAST` clear). Locks of one class share a
-//! [`ReaderTable`]; every reader context (thread) owns one slot in it.
+//! state word with a unique lock id and the reader bias (`FAST`; Xen's
+//! barrier is `FAST` clear). Locks of one class share a [`ReaderTable`];
+//! every reader context (thread) owns one slot in it.
 //!
 //! - **Read, fast**: if `FAST` is set and the thread's slot is free, store
-//!   the lock's id in the slot, fence (the *light* side of an asymmetric
-//!   fence: a compiler fence when membarrier is available), and re-check
-//!   `FAST`. Still set: the read lock is held. Cleared meanwhile: a writer
-//!   is revoking; clear the slot and take the slow path. Unlock: store 0 to
-//!   the slot, then wake a writer if one sleeps on that slot.
-//! - **Read, slow** (bias off, the slot is busy with another lock, or the
-//!   thread has no slot): take the underlying read lock and hold it for the
-//!   read section. Readers that arrive during a write thus queue fairly
-//!   behind it. If the slot is free the reader also records the lock in it
-//!   (with the `UNDERLYING` bit), which makes recursive reads safe.
+//!   the lock's id in the slot, fence, and re-check `FAST`. Still set: the
+//!   read lock is held. Cleared meanwhile: a writer is revoking; clear the
+//!   slot and take the slow path. Unlock: store 0 to the slot, then wake a
+//!   writer if one sleeps on that slot.
+//! - **Read, slow** (bias off, slot busy with another lock, or no slot):
+//!   take the underlying read lock. Readers that arrive during a write thus
+//!   queue fairly behind it. The read is recorded (in the thread's slot with
+//!   `UNDERLYING`, or in a thread-local list when the thread has no slot),
+//!   so a recursive read never queues behind a writer that waits for the
+//!   outer one.
 //! - **Write**: take the underlying write lock (excluding other writers and
-//!   slow readers). If `FAST` is set, *revoke* it: clear `FAST`, run the
-//!   *heavy* fence (membarrier), then for every slot index handed out so far
-//!   wait while that slot names this lock (spin, then park on the slot).
-//!   Unlock: release the underlying lock.
-//! - **Re-enabling the bias** (BRAVO, the default): after a revocation the
-//!   fast path stays off for `n` times the revocation's measured duration
-//!   (`n` = [`DEFAULT_INHIBIT`], or `ReaderTable::with_inhibition(n)`), so
-//!   revocations take at most about 1/(n+1) of a write-heavy phase, which
-//!   otherwise runs at the underlying lock's speed. The window scales with
-//!   the real cost: ~155 ns when no other thread of ours runs, ~16 µs when
-//!   the membarrier must interrupt another busy CPU. A slow reader, holding
-//!   the underlying read lock, sets `FAST` again once the window is over;
-//!   it looks at the clock only on one slow read in `CLOCK_EVERY` (`pc_clock_every` in `wait::tuning`) of
-//!   its thread (a counter on its own slot line), since a clock read costs
-//!   twice the underlying read lock. `with_inhibition(0)` gives Xen's
-//!   policy: the writer sets `FAST` again at unlock, so every write that
-//!   follows reads pays a revocation.
+//!   slow readers). If `FAST` is set, *revoke* it: clear `FAST`, fence, then
+//!   for every slot index handed out so far wait while that slot names this
+//!   lock (spin, then park on the slot). Unlock: release the underlying
+//!   lock, first setting the state the next readers find (see "Modes").
+//!
+//! # Modes: which fence a read pays, chosen by the writes
+//! The fast read and the revoking write are the store-buffering pattern
+//! (`store slot; fence; load state` against `RMW state; fence; load slot`):
+//! both fences are needed, and one of them may be dear. Three modes:
+//!
+//! | mode | state | a read costs | a write costs | chosen when |
+//! | --- | --- | --- | --- | --- |
+//! | biased | `FAST` | slot store, *compiler* fence, two loads | a `membarrier` (the *heavy* fence) and a slot scan | writes are rare against the revocation's cost |
+//! | symmetric | `FAST \| SYM` | slot `swap` (a full fence) and two loads | a plain full fence and a slot scan | revocations are dear (the membarrier interrupts other busy CPUs) but writes are not dense |
+//! | inhibited | no `FAST` | the underlying read lock, plus a load | the underlying write lock | writes are dense, or a revocation was just paid (BRAVO) |
+//!
+//! Each write decides the next mode, under the underlying write lock:
+//! - from **biased**, after a revocation costing `C`: if `C` is at least
+//!   `pc_sym_cost_ns` (other CPUs ran our threads), go **symmetric**; else
+//!   stay **inhibited** for `m × C` (BRAVO), where the class's multiplier
+//!   `m` doubles when a revocation follows the bias's return quickly and
+//!   shrinks when it does not; a slow reader re-enables the bias once the
+//!   window is over (reading the clock on one slow read in
+//!   `pc_clock_every`).
+//! - from **symmetric**: writes closer together than `pc_dense_ns` go
+//!   **inhibited** (with `SYM` kept, so the bias comes back symmetric);
+//!   writes further apart than `pc_rare_ns` go back to **biased**.
+//! - a table built `with_inhibition(0)` never inhibits (Xen's policy): each
+//!   write re-enables the bias at unlock.
+//!
+//! Mode changes are race-free: `SYM` is read by the reader *before* it
+//! chooses its fence, and only a writer changes it. Going symmetric, the
+//! writer clears `FAST` in the same RMW and issues the heavy fence, which
+//! pairs with both fences, so a reader that read the old mode is covered;
+//! leaving symmetric, the bias comes back with `SYM` clear and every later
+//! revocation issues the heavy fence, which also pairs with a reader's full
+//! fence. (`tests/loom_percpu.rs` models both switches.)
 //!
 //! # Why per-thread slots, not per-CPU
 //! In user space a thread can be preempted between "which CPU am I on" and
@@ -45,68 +66,63 @@
 //! must be claimed with a compare-and-swap (plus a `getcpu`), and the guard
 //! must remember the slot because the reader may migrate before unlock. A
 //! per-thread slot is written only by its thread, so the fast path is a
-//! plain store, a compiler fence and two loads, and migration is harmless.
-//! Measured on this machine (`cargo bench --bench percpu_rwlock`, section
-//! "primitives", 1 thread): a whole per-thread read lock+unlock costs 2.7 ns;
-//! `sched_getcpu` alone 2.9 ns and a `cmpxchg` claim + release store of a
-//! CPU-local slot 6.5 ns, so a per-CPU read would cost at least 9.4 ns
-//! against parking_lot's 17 ns — short of the 2x target the per-thread path
-//! beats 6-fold; see the module `reader_table` for the memory cost. A kernel
+//! plain store and migration is harmless (`cargo bench -p scalelock --bench
+//! percpu_rwlock`, section "primitives", compares the two). A kernel
 //! platform whose read sections run with preemption off can return the CPU
 //! id from [`Platform::reader_slot`]: the algorithm is the same.
 //!
 //! # Layout (16 bytes + the shared table)
 //! ```text
 //! inner: RawQRwLock<P>   8 bytes: count word + queue lock
-//! state: AtomicU64       bit 63..16 id | 15..8 until | 7..1 table | 0 FAST
+//! state: AtomicU64       bit 63..24 id | 23..8 stamp | 7..2 table | 1 SYM | 0 FAST
 //! ```
-//! - `id` (48 bits): unique per lock, assigned on first read (0 = none yet;
-//!   `INIT` must be a constant). Slots name locks by id, never by address, so
-//!   a lock dropped while a forgotten guard still names it in a slot cannot
-//!   make a new lock at that address wait for the ghost. 2^48 ids do not wrap
-//!   in practice.
-//! - `until` (8 bits): end of the inhibition window, in units of 2^11 ns,
-//!   compared with wrapping arithmetic (windows are capped at 205 µs; a
-//!   lock idle for longer than 262 µs may see a stale deadline as future
-//!   and stay inhibited for at most one more window).
+//! - `id` (40 bits): unique per lock (wrapping after 2^40 locks, never 0),
+//!   assigned on first use (0 = none yet; `INIT` must be a constant). Slots
+//!   name locks by id, never by address, so a lock dropped while a
+//!   forgotten guard still names it in a slot cannot make a new lock at
+//!   that address wait for the ghost.
+//! - `stamp` (16 bits, units of 2^6 ns, compared with wrapping arithmetic
+//!   over 4.2 ms): inhibited, the end of the window; symmetric, the time of
+//!   the last write.
 //! - `table`: registry index of the lock's [`ReaderTable`] (0 = default).
+//! - `SYM`: the symmetric mode (see above).
 //! - `FAST`: the reader bias. Set only by someone holding the underlying
-//!   lock (a slow reader, or a writer at unlock in Xen mode); cleared only
-//!   by a writer holding it exclusively.
+//!   lock (a slow reader, or a writer at unlock); cleared only by a writer
+//!   holding it exclusively (or an upgradable reader about to upgrade).
 //!
 //! A slot word is `id | UNDERLYING | depth` (see `reader_table`).
 //!
 //! # Invariants
 //! 1. A thread read-holds the lock iff its slot names the lock with depth
 //!    ≥ 1 and it saw `FAST` set after storing it (fast), or it holds the
-//!    underlying read lock (slow; `UNDERLYING` marks such a slot).
+//!    underlying read lock (slow; marked `UNDERLYING` in its slot or its
+//!    thread-local list).
 //! 2. Only a slot's owner thread writes it. Read guards are `!Send`, so the
 //!    unlock happens on that thread; the thread keeps its index until it
 //!    exits with its slot free in every table (else the index is retired).
-//! 3. While a writer holds the lock, no slot names it with `UNDERLYING`
-//!    clear, and `FAST` is clear or the writer is the one who will clear it
-//!    before returning from `lock_exclusive`.
+//! 3. While a writer holds the lock, no slot names it without `UNDERLYING`,
+//!    and `FAST` is clear or the writer is the one who will clear it before
+//!    returning from `lock_exclusive`.
 //!
 //! # Why it is correct
 //! A fast reader does `store slot; fence; load state`, a revoking writer
-//! `RMW state (clear FAST); heavy fence; load slot` — the store-buffering
-//! pattern: with the fences pairing as `fence(SeqCst)` would (membarrier's
-//! contract, see `platform/std_fence.rs`), at least one sees the other. If
-//! the reader sees `FAST` clear, it backs out. Otherwise the writer's scan,
+//! `RMW state (clear FAST); fence; load slot` — the store-buffering
+//! pattern. Biased, the reader's light fence pairs with the writer's heavy
+//! one (membarrier's contract, see `platform/std_fence.rs`); symmetric, the
+//! reader's slot `swap` and state load are SeqCst and so are the writer's
+//! fence and scan. Either way at least one side sees the other: if the
+//! reader sees `FAST` clear, it backs out; otherwise the writer's scan,
 //! which reads `Platform::reader_slot_bound` after its fence, sees the slot
-//! (the reader raised the bound before its slot store) and waits for it.
-//! A writer that finds `FAST` clear skips the scan: `FAST` was cleared by a
+//! (the reader raised the bound before its slot store) and waits for it. A
+//! writer that finds `FAST` clear skips the scan: `FAST` was cleared by a
 //! previous writer that waited out every fast reader, and since then only
 //! holders of the underlying lock could have set it, which the writer's
 //! Acquire of the underlying lock would have shown it.
 //!
 //! # Memory orderings
-//! - Fast read: the slot store is Release (a plain `mov` on x86) so that a
-//!   writer's Acquire load of any later value of the slot synchronizes with
-//!   the end of the read section; the state re-load is Acquire and pairs with
-//!   the Release RMW that last set `FAST` (every write of the state word is
-//!   an RMW, so release sequences carry on): the reader happens after the
-//!   last writer.
+//! - Fast read: the state re-load is Acquire and pairs with the Release RMW
+//!   that last set `FAST` (every write of the state word is an RMW, so
+//!   release sequences carry on): the reader happens after the last writer.
 //! - Fast unlock: Release store of 0 (pairs with the writer's Acquire scan),
 //!   light fence, Relaxed load of the slot's waiter count (pairs with the
 //!   writer's heavy fence before it parks: either the reader sees the waiter
@@ -114,66 +130,62 @@
 //! - Slow paths and writers inherit Acquire/Release from the underlying lock.
 //!
 //! # Recursive reads
-//! Supported on one thread in any nesting and unlock order while the
-//! thread's slot is free or already names this lock: the slot counts the
-//! depth. A thread that holds a read of *another* lock of the same table and
-//! then reads this lock twice takes both through the underlying lock, which
-//! deadlocks if a writer queues in between (as parking_lot's `read`); debug
-//! builds with `std` detect that recursion and panic.
+//! Supported on one thread in any nesting and unlock order: the slot (or
+//! the thread-local list) counts the depth, and a read of a lock the thread
+//! already read-holds never waits. Platforms without per-thread state
+//! (`Platform::with_local`) give slot-less contexts no list: their recursive
+//! reads behave like `QRwLock`'s (they may wait behind a queued writer).
 //!
-//! # Writer cost
-//! Without a revocation (the bias already off: inside an inhibition window,
-//! or after a failed revocation): the underlying lock's, one CAS and one RMW
-//! (~12 ns). A revoking write (the first after a window ends and reads
-//! re-enabled the bias; every write that follows a read in Xen mode) adds a membarrier and one load per slot index ever
-//! handed out (at most 64 per table; grows with the peak thread count, not
-//! the CPU count). The membarrier interrupts every CPU currently running one
-//! of our threads, so it grows with the number of CPUs busy in the process:
-//! measured ~155 ns per write with no other thread running, ~16 us with one
-//! busy thread on the other core of this VM (IPIs are dear under
-//! virtualization). Where membarrier is unavailable both fence sides are
-//! `fence(SeqCst)`: writes get cheap, reads pay an `mfence`.
+//! # Upgradable reads
+//! An upgradable read takes the underlying lock's upgradable read (it holds
+//! the queue lock, so at most one exists, and excludes writers, while plain
+//! readers, fast and slow, go on). `upgrade` revokes the bias first (fast
+//! readers must drain) and then upgrades the underlying lock.
 //!
+//! # What is not supported
+//! Reading from a signal handler that interrupted a read section of the same
+//! thread (the handler shares the thread's slot), and sharing a lock between
+//! processes (`MAP_SHARED`: slots and futexes are per process).
 
 use core::marker::PhantomData;
 
-use lock_api::{GuardSend, RawRwLock, RawRwLockDowngrade};
+use lock_api::{GuardNoSend, GuardSend, RawRwLock, RawRwLockDowngrade, RawRwLockUpgrade};
 
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qrwlock::RawQRwLock;
-#[cfg(doc)]
-use crate::reader_table::DEFAULT_INHIBIT;
 use crate::reader_table::{ReaderTable, Slot, table_at};
-use crate::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicU64, Ordering, fence};
 use crate::wait::parking::{park, prepare as park_prepare, unpark_all};
 use crate::wait::{Backoff, TUNING};
 
 /// The reader bias: readers may use their slots.
-const FAST: u64 = 1;
-/// Shift of the 7-bit table index in the state word.
-const TABLE_SHIFT: u32 = 1;
+const FAST: u64 = 1 << 0;
+/// Symmetric mode: readers fence fully, writers need no heavy fence.
+const SYM: u64 = 1 << 1;
+/// Shift of the 6-bit table index in the state word.
+const TABLE_SHIFT: u32 = 2;
 /// The table index bits.
-const TABLE_MASK: u64 = 0x7f << TABLE_SHIFT;
-/// Shift of the 8-bit inhibition deadline in the state word.
-const UNTIL_SHIFT: u32 = 8;
-/// The inhibition deadline bits.
-const UNTIL_MASK: u64 = 0xff << UNTIL_SHIFT;
+const TABLE_MASK: u64 = 0x3f << TABLE_SHIFT;
+/// Shift of the 16-bit stamp in the state word.
+const STAMP_SHIFT: u32 = 8;
+/// The stamp bits.
+const STAMP_MASK: u64 = 0xffff << STAMP_SHIFT;
+/// `now_ns >> UNIT_SHIFT` is the stamp's clock (64 ns).
+const UNIT_SHIFT: u32 = 6;
 /// Shift of the lock id, in both the state word and slot words.
-const ID_SHIFT: u32 = 16;
+pub(crate) const ID_SHIFT: u32 = 24;
 /// The lock id bits.
-const ID_MASK: u64 = !((1 << ID_SHIFT) - 1);
+pub(crate) const ID_MASK: u64 = !((1 << ID_SHIFT) - 1);
 /// One more recursive read in a slot word.
-const ONE_DEPTH: u64 = 1;
+pub(crate) const ONE_DEPTH: u64 = 1;
 /// The read depth bits of a slot word.
-const DEPTH_MASK: u64 = (1 << 15) - 1;
+pub(crate) const DEPTH_MASK: u64 = (1 << 15) - 1;
 /// The slot's owner holds the underlying read lock (a slow read).
-const UNDERLYING: u64 = 1 << 15;
+pub(crate) const UNDERLYING: u64 = 1 << 15;
 
-/// `now_ns >> UNIT_SHIFT` is the clock of the inhibition window (2.05 µs).
-const UNIT_SHIFT: u32 = 11;
-/// Longest inhibition window, in units (205 µs; keeps the 8-bit wrapping
-/// comparison exact).
-const MAX_WINDOW_UNITS: u64 = 100;
+/// Longest stamp interval that compares exactly (half the 16-bit range).
+const MAX_STAMP_UNITS: u64 = 1 << 14;
+
 #[cfg(not(loom))]
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 #[cfg(loom)]
@@ -181,12 +193,19 @@ loom::lazy_static! {
     static ref NEXT_ID: AtomicU64 = AtomicU64::new(1);
 }
 
-/// Whether the inhibition deadline in `state` has passed at `now_ns`.
+/// The stamp for time `now_ns`.
 #[inline]
-fn window_expired(state: u64, now_ns: u64) -> bool {
-    let until = ((state & UNTIL_MASK) >> UNTIL_SHIFT) as u8;
-    let now = (now_ns >> UNIT_SHIFT) as u8;
-    now.wrapping_sub(until) as i8 >= 0
+fn stamp_at(now_ns: u64) -> u64 {
+    ((now_ns >> UNIT_SHIFT) & 0xffff) << STAMP_SHIFT
+}
+
+/// Nanoseconds from the stamp in `state` to `now_ns` (negative: the stamp
+/// is in the future), exact within ±2^14 units.
+#[inline]
+fn since_stamp(state: u64, now_ns: u64) -> i64 {
+    let then = ((state & STAMP_MASK) >> STAMP_SHIFT) as u16;
+    let now = (now_ns >> UNIT_SHIFT) as u16;
+    i64::from(now.wrapping_sub(then) as i16) << UNIT_SHIFT
 }
 
 /// A reader-writer lock whose read fast path writes only the reading
@@ -197,7 +216,7 @@ fn window_expired(state: u64, now_ns: u64) -> bool {
 pub struct RawPerCpuRwLock<P: Platform = DefaultPlatform> {
     /// Writers and slow readers.
     inner: RawQRwLock<P>,
-    /// `id | until | table | FAST`; see the module documentation.
+    /// `id | stamp | table | SYM | FAST`; see the module documentation.
     state: AtomicU64,
     _platform: PhantomData<fn() -> P>,
 }
@@ -205,11 +224,14 @@ pub struct RawPerCpuRwLock<P: Platform = DefaultPlatform> {
 /// A per-CPU reader-writer lock protecting a `T`, on the default
 /// [`ReaderTable`]. Use [`PerCpuRwLockExt::with_table`] for another table.
 pub type PerCpuRwLock<T> = lock_api::RwLock<RawPerCpuRwLock, T>;
-/// A shared guard of a [`PerCpuRwLock`] (not `Send`: it names the reading
-/// thread's slot).
+/// A shared guard of a [`PerCpuRwLock`] (`Sync`, not `Send`: it names the
+/// reading thread's slot).
 pub type PerCpuRwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawPerCpuRwLock, T>;
 /// The exclusive guard of a [`PerCpuRwLock`].
 pub type PerCpuRwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawPerCpuRwLock, T>;
+/// The upgradable guard of a [`PerCpuRwLock`].
+pub type PerCpuRwLockUpgradableReadGuard<'a, T> =
+    lock_api::RwLockUpgradableReadGuard<'a, RawPerCpuRwLock, T>;
 
 /// Constructs a [`PerCpuRwLock`] bound to a user-declared [`ReaderTable`].
 pub trait PerCpuRwLockExt<T> {
@@ -224,11 +246,13 @@ impl<T, P: Platform> PerCpuRwLockExt<T> for lock_api::RwLock<RawPerCpuRwLock<P>,
 }
 
 /// Guard state of a shared acquisition: the slot the read used, or none
-/// (it holds the underlying read lock). Not `Send`: unlocking writes the slot,
-/// which only its owner thread may do.
+/// (it holds the underlying read lock, recorded thread-locally). Not
+/// `Send` (unlocking writes the slot, which only its owner thread may do),
+/// but `Sync`: a read guard can be shared with other threads by reference,
+/// as std's and parking_lot's can.
 pub struct PerCpuReadToken {
     slot: Option<&'static Slot>,
-    _not_send: PhantomData<*const ()>,
+    _not_send: PhantomData<GuardNoSend>,
 }
 
 impl PerCpuReadToken {
@@ -248,10 +272,10 @@ impl PerCpuReadToken {
     }
 }
 
-/// Guard state of an exclusive acquisition: whether unlock re-enables the
-/// reader bias (tables without inhibition).
+/// Guard state of an exclusive acquisition: the state the write unlock
+/// leaves (its mode bits and stamp), decided by the write.
 pub struct PerCpuWriteToken {
-    restore_fast: bool,
+    next: u64,
 }
 
 impl<P: Platform> RawPerCpuRwLock<P> {
@@ -279,8 +303,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// the table for life.
     ///
     /// # Panics
-    /// If more than 127 distinct user tables are used in the process.
+    /// If more than 63 distinct user tables are used in the process, or
+    /// `table` already serves locks of another [`Platform`].
     pub fn with_table(table: &'static ReaderTable) -> Self {
+        table.bind::<P>();
         let index = u64::from(table.register());
         let id = next_id();
         Self {
@@ -299,56 +325,76 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     #[inline]
     fn try_lock_shared_fast(&self) -> Option<PerCpuReadToken> {
         let s = self.state.load(Ordering::Relaxed);
-        if s & ID_MASK == 0 {
+        if s & FAST == 0 || s & ID_MASK == 0 {
             return None;
         }
         let slot = table_of(s).slot(P::reader_slot()?)?;
-        let cur = slot.word().load(Ordering::Relaxed);
-        if cur == 0 {
-            if s & FAST == 0 {
-                return None;
-            }
-            // Release: a writer's Acquire load of any later slot value
-            // synchronizes with our section's end (module docs, orderings).
-            slot.word()
-                .store((s & ID_MASK) | ONE_DEPTH, Ordering::Release);
-            // Pairs with the heavy fence of a revoking writer.
-            P::light_fence();
-            // Acquire pairs with the Release RMW that last set FAST.
-            if self.state.load(Ordering::Acquire) & FAST != 0 {
-                return Some(PerCpuReadToken::slot(slot));
-            }
-            // A writer is revoking: step aside and queue on the inner lock.
-            release_slot::<P>(slot);
+        if slot.word().load(Ordering::Relaxed) != 0 {
+            // Busy: a recursive read, or a read of another lock of the table.
             return None;
         }
-        if (cur ^ s) & ID_MASK == 0 {
-            // Recursive read: we already hold this lock, so no writer can get
-            // in until the depth drops to 0; whether FAST is set does not
-            // matter (a revoking writer may be waiting for this very slot).
-            assert!(
-                cur & DEPTH_MASK != DEPTH_MASK,
-                "PerCpuRwLock: read depth overflow"
-            );
-            slot.word().store(cur + ONE_DEPTH, Ordering::Relaxed);
+        let mine = (s & ID_MASK) | ONE_DEPTH;
+        if s & SYM == 0 {
+            // Relaxed: the fence orders it; nothing is published through it.
+            slot.word().store(mine, Ordering::Relaxed);
+            // Pairs with the heavy fence of a revoking writer.
+            P::light_fence();
+        } else {
+            // SeqCst, with the SeqCst re-load below: pairs with a symmetric
+            // writer's SeqCst fence and scan (store buffering).
+            slot.word().swap(mine, Ordering::SeqCst);
+        }
+        // Acquire pairs with the Release RMW that last set FAST; SeqCst for
+        // the symmetric pairing (a plain load on x86 either way).
+        if self.state.load(Ordering::SeqCst) & FAST != 0 {
             return Some(PerCpuReadToken::slot(slot));
         }
+        // A writer is revoking: step aside and queue on the inner lock.
+        release_slot::<P>(slot);
         None
     }
 
     #[cold]
     fn lock_shared_slow(&self) -> PerCpuReadToken {
+        self.ensure_id();
         let s = self.state.load(Ordering::Relaxed);
-        if s & ID_MASK == 0 {
-            self.assign_id();
-            if let Some(token) = self.try_lock_shared_fast() {
-                return token;
-            }
-        }
-        debug_recursion::check(self.state.load(Ordering::Relaxed) & ID_MASK);
         let mine = self.my_slot();
+        // A read of a lock this thread already read-holds never waits: a
+        // writer queued since would wait for the outer read, and we for it.
+        if let Some(token) = self.recursive_read(s, mine) {
+            return token;
+        }
+        if let Some(token) = self.try_lock_shared_fast() {
+            return token;
+        }
         let _ = self.inner.lock_shared();
         self.enter_underlying(mine)
+    }
+
+    /// A read of a lock the calling thread already read-holds: deepen the
+    /// record (fast: no fence needed, the outer read keeps writers out).
+    #[inline]
+    fn recursive_read(&self, s: u64, mine: Option<&'static Slot>) -> Option<PerCpuReadToken> {
+        let id = s & ID_MASK;
+        if let Some(slot) = mine {
+            let cur = slot.word().load(Ordering::Relaxed);
+            if cur != 0 && (cur ^ id) & ID_MASK == 0 {
+                assert!(
+                    cur & DEPTH_MASK != DEPTH_MASK,
+                    "PerCpuRwLock: read depth overflow"
+                );
+                // Relaxed: only this thread reads its own depth.
+                slot.word().store(cur + ONE_DEPTH, Ordering::Relaxed);
+                return Some(PerCpuReadToken::slot(slot));
+            }
+        }
+        if held_list::deepen::<P>(id) {
+            // We hold the underlying read lock (recorded below): take one
+            // more, bypassing queued writers.
+            self.inner.lock_shared_recursive();
+            return Some(PerCpuReadToken::underlying());
+        }
+        None
     }
 
     /// This thread's slot in the lock's table (free or not), if it has one.
@@ -360,17 +406,14 @@ impl<P: Platform> RawPerCpuRwLock<P> {
 
     /// Finishes a slow read, with the underlying read lock held: re-enables
     /// the bias once the inhibition window passed (looking at the clock on
-    /// one slow read in `CLOCK_EVERY` of this thread), records the read in
-    /// the thread's slot `mine` if that is free.
+    /// one slow read in `pc_clock_every` of this thread), records the read
+    /// in the thread's slot `mine` if that is free, else in the thread-local
+    /// list.
     fn enter_underlying(&self, mine: Option<&'static Slot>) -> PerCpuReadToken {
-        if self.state.load(Ordering::Relaxed) & ID_MASK == 0 {
-            // A downgraded write of a never-read lock: the slot needs an id.
-            self.assign_id();
-        }
         let s = self.state.load(Ordering::Relaxed);
         if s & FAST == 0
             && mine.is_none_or(|m| m.count_slow_read(TUNING.pc_clock_every))
-            && window_expired(s, P::now_ns())
+            && since_stamp(s, P::now_ns()) >= 0
         {
             // We hold the underlying read lock, so no writer is inside.
             // Release pairs with fast readers' Acquire re-load of the state:
@@ -388,16 +431,25 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                 PerCpuReadToken::slot(slot)
             }
             None => {
-                debug_recursion::push(s & ID_MASK);
+                held_list::push::<P>(s & ID_MASK);
                 PerCpuReadToken::underlying()
             }
         }
     }
 
-    /// Gives the lock a unique id (first read of an `INIT` lock).
+    /// Gives the lock a unique id on first use (an `INIT` lock), and binds
+    /// the default table to our platform.
+    #[inline]
+    fn ensure_id(&self) {
+        if self.state.load(Ordering::Relaxed) & ID_MASK == 0 {
+            self.assign_id();
+        }
+    }
+
     #[cold]
     fn assign_id(&self) {
         let mut s = self.state.load(Ordering::Relaxed);
+        table_of(s).bind::<P>();
         let id = next_id();
         while s & ID_MASK == 0 {
             // Relaxed: the id publishes nothing; racing assigners agree on
@@ -414,44 +466,95 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
     }
 
-    /// Clears `FAST` and waits until no slot names this lock. Called with the
-    /// underlying write lock held and `FAST` set. Returns the state before.
-    #[cold]
-    fn revoke(&self) -> u64 {
-        let start = P::now_ns();
-        // Relaxed: the heavy fence below orders it before our scan.
-        let old = self.state.fetch_and(!FAST, Ordering::Relaxed);
-        // Pairs with fast readers' light fence (store slot; fence; load
-        // state): either they see FAST clear or we see their slot.
-        P::heavy_fence();
+    /// With the underlying lock held exclusively (or upgradable, about to
+    /// upgrade): clears `FAST` if set and waits until no slot names this
+    /// lock; returns the state the next unlock should leave.
+    fn revoke_and_decide(&self) -> u64 {
+        self.ensure_id();
+        let s = self.state.load(Ordering::Relaxed);
+        let table = table_of(s);
+        let now = P::now_ns();
+        if s & FAST == 0 {
+            // Inhibited: no reader uses a slot. Keep the window and mode.
+            return s;
+        }
+        // SeqCst: the symmetric pairing (see `try_lock_shared_fast`); the
+        // asymmetric one is ordered by the heavy fence.
+        let old = self.state.fetch_and(!FAST, Ordering::SeqCst);
+        if old & SYM == 0 {
+            // Pairs with fast readers' light fence: either they see FAST
+            // clear or we see their slot.
+            P::heavy_fence();
+        } else {
+            fence(Ordering::SeqCst);
+        }
         let id = old & ID_MASK;
-        if id != 0 {
-            let table = table_of(old);
-            for i in 0..P::reader_slot_bound() {
-                let Some(slot) = table.slot(i) else { break };
-                wait_slot::<P>(slot, id);
+        for i in 0..P::reader_slot_bound() {
+            let Some(slot) = table.slot(i) else { break };
+            wait_slot::<P>(slot, id);
+        }
+        let keep = old & !(FAST | SYM | STAMP_MASK);
+        if !table.inhibits() {
+            // Xen: the bias comes back at unlock, in the mode the cost says.
+            let sym = if old & SYM == 0 {
+                let cost = P::now_ns().saturating_sub(now);
+                table.record_revocation(cost);
+                cost >= TUNING.pc_sym_cost_ns
+            } else {
+                table.revocation_ns() >= TUNING.pc_sym_cost_ns
+            };
+            return keep | FAST | if sym { SYM } else { 0 };
+        }
+        if old & SYM == 0 {
+            // Biased: we paid a heavy fence. Dear (other CPUs run our
+            // readers): go symmetric. Cheap: inhibit for m × cost, and
+            // adapt m to how long the bias lasted since it came back.
+            let end = P::now_ns();
+            let cost = end.saturating_sub(now).max(1);
+            table.record_revocation(cost);
+            if cost >= TUNING.pc_sym_cost_ns {
+                return keep | FAST | SYM | stamp_at(end);
             }
-        }
-        let mult = table_of(old).inhibit();
-        if mult != 0 {
-            let now = P::now_ns();
-            let window = now.saturating_sub(start).saturating_mul(u64::from(mult));
-            let window = window.min(MAX_WINDOW_UNITS << UNIT_SHIFT);
+            let on_for = since_stamp(old, now);
+            if on_for >= 0 && (on_for as u64) < cost.saturating_mul(TUNING.pc_wasted_factor) {
+                table.grow_multiplier();
+            } else {
+                table.shrink_multiplier();
+            }
+            let window = cost
+                .saturating_mul(u64::from(table.multiplier()))
+                .min((MAX_STAMP_UNITS - 1) << UNIT_SHIFT);
             // Rounded up, so that a real window never ends early.
-            let until = ((now + window).div_ceil(1 << UNIT_SHIFT)) as u8;
-            // Relaxed: a performance hint; we hold the lock exclusively, only
-            // the id assignment could race (it cannot: the id is set).
-            let _ = self
-                .state
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
-                    Some((s & !UNTIL_MASK) | u64::from(until) << UNTIL_SHIFT)
-                });
+            return keep | stamp_at(end + window + (1 << UNIT_SHIFT));
         }
-        old
+        // Symmetric: decide by the time since the previous write.
+        let gap = since_stamp(old, now);
+        if gap >= 0 && (gap as u64) < TUNING.pc_dense_ns {
+            // Dense writes: readers go to the underlying lock for a while,
+            // and come back symmetric.
+            return keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns);
+        }
+        if gap < 0 || (gap as u64) >= TUNING.pc_rare_ns {
+            // Rare writes (or a gap too long for the stamp to tell): biased.
+            return keep | FAST;
+        }
+        keep | FAST | SYM | stamp_at(now)
+    }
+
+    /// Sets the state a write leaves at unlock or downgrade (mode, stamp,
+    /// `FAST`), keeping the id and table. Release pairs with fast readers'
+    /// Acquire re-load of the state.
+    #[inline]
+    fn leave(&self, next: u64) {
+        let _ = self
+            .state
+            .fetch_update(Ordering::Release, Ordering::Relaxed, |s| {
+                Some((s & (ID_MASK | TABLE_MASK)) | (next & !(ID_MASK | TABLE_MASK)))
+            });
     }
 
     /// One pass over the slots without waiting: true if no slot names this
-    /// lock (`try_lock_exclusive`).
+    /// lock (`try_lock_exclusive`, `is_locked`).
     fn no_fast_readers(&self, state: u64) -> bool {
         let id = state & ID_MASK;
         let table = table_of(state);
@@ -462,6 +565,29 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                 .is_none_or(|slot| slot.word().load(Ordering::Acquire) & ID_MASK != id)
         })
     }
+
+    /// Clears `FAST` and checks once for fast readers, without waiting;
+    /// restores `FAST` and returns false if there are some.
+    fn try_revoke(&self) -> bool {
+        self.ensure_id();
+        if self.state.load(Ordering::Relaxed) & FAST == 0 {
+            return true;
+        }
+        // As in `revoke_and_decide`.
+        let old = self.state.fetch_and(!FAST, Ordering::SeqCst);
+        if old & SYM == 0 {
+            P::heavy_fence();
+        } else {
+            fence(Ordering::SeqCst);
+        }
+        if self.no_fast_readers(old) {
+            return true;
+        }
+        // A fast reader is inside: give the bias back. Release: an RMW,
+        // keeps the release sequence of the last FAST setter intact.
+        self.state.fetch_or(FAST, Ordering::Release);
+        false
+    }
 }
 
 #[inline]
@@ -469,11 +595,15 @@ fn table_of(state: u64) -> &'static ReaderTable {
     table_at(((state & TABLE_MASK) >> TABLE_SHIFT) as usize)
 }
 
+/// A fresh lock id: 40 bits, wrapping, never 0.
 fn next_id() -> u64 {
-    // Relaxed: only uniqueness matters.
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    assert!(id < 1 << (64 - ID_SHIFT), "PerCpuRwLock ids exhausted");
-    id
+    loop {
+        // Relaxed: only uniqueness matters.
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed) & (ID_MASK >> ID_SHIFT);
+        if id != 0 {
+            return id;
+        }
+    }
 }
 
 /// Frees a slot that held a fast read and wakes a writer parked on it.
@@ -531,7 +661,14 @@ impl<P: Platform> core::fmt::Debug for RawPerCpuRwLock<P> {
         f.debug_struct("RawPerCpuRwLock")
             .field("id", &(s >> ID_SHIFT))
             .field("table", &((s & TABLE_MASK) >> TABLE_SHIFT))
-            .field("fast", &(s & FAST != 0))
+            .field(
+                "mode",
+                &match (s & FAST != 0, s & SYM != 0) {
+                    (true, false) => "biased",
+                    (true, true) => "symmetric",
+                    (false, _) => "inhibited",
+                },
+            )
             .field("inner", &self.inner)
             .finish()
     }
@@ -545,8 +682,9 @@ impl<P: Platform> core::fmt::Debug for RawPerCpuRwLock<P> {
 // thread's index is retired at exit), which is safe. Slots name locks by a
 // unique id, not an address, so moving or dropping a locked lock cannot make
 // another lock wait for it; the guard's slot is `'static`, and the
-// underlying lock tolerates moves and drops. Panics (depth overflow, id or
-// table exhaustion) happen before anything is acquired.
+// underlying lock tolerates moves and drops. Panics (depth overflow, table
+// exhaustion or a table of another platform) happen before anything is
+// acquired.
 unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
     #[allow(clippy::declare_interior_mutable_const)]
     #[cfg(not(loom))]
@@ -571,13 +709,15 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         if let Some(token) = self.try_lock_shared_fast() {
             return Some(token);
         }
-        if self.state.load(Ordering::Relaxed) & ID_MASK == 0 {
-            self.assign_id();
-            if let Some(token) = self.try_lock_shared_fast() {
-                return Some(token);
-            }
-        }
+        self.ensure_id();
+        let s = self.state.load(Ordering::Relaxed);
         let mine = self.my_slot();
+        if let Some(token) = self.recursive_read(s, mine) {
+            return Some(token);
+        }
+        if let Some(token) = self.try_lock_shared_fast() {
+            return Some(token);
+        }
         let _ = self.inner.try_lock_shared()?;
         Some(self.enter_underlying(mine))
     }
@@ -585,10 +725,9 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
     #[inline]
     unsafe fn unlock_shared(&self, token: PerCpuReadToken) {
         let Some(slot) = token.slot else {
-            debug_recursion::pop(self.state.load(Ordering::Relaxed) & ID_MASK);
             // SAFETY: a token without a slot holds the underlying read lock,
             // whose guard state is the stateless `GuardSend`.
-            unsafe { self.inner.unlock_shared(GuardSend::new()) };
+            unsafe { self.unlock_underlying_listed() };
             return;
         };
         let cur = slot.word().load(Ordering::Relaxed);
@@ -614,35 +753,20 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
     #[inline]
     fn lock_exclusive(&self) -> PerCpuWriteToken {
         let _ = self.inner.lock_exclusive();
-        let s = self.state.load(Ordering::Relaxed);
-        let mut restore_fast = false;
-        if s & FAST != 0 {
-            let old = self.revoke();
-            restore_fast = table_of(old).inhibit() == 0;
+        PerCpuWriteToken {
+            next: self.revoke_and_decide(),
         }
-        PerCpuWriteToken { restore_fast }
     }
 
     #[inline]
     fn try_lock_exclusive(&self) -> Option<PerCpuWriteToken> {
         let _ = self.inner.try_lock_exclusive()?;
-        let s = self.state.load(Ordering::Relaxed);
-        if s & FAST == 0 {
-            return Some(PerCpuWriteToken {
-                restore_fast: false,
-            });
+        if self.try_revoke() {
+            // Whatever the mode was, `try_revoke` left FAST clear; come back
+            // the way the lock was (a failed try must not move the mode).
+            let s = self.state.load(Ordering::Relaxed);
+            return Some(PerCpuWriteToken { next: s | FAST });
         }
-        // Relaxed: ordered by the heavy fence, as in `revoke`.
-        let old = self.state.fetch_and(!FAST, Ordering::Relaxed);
-        P::heavy_fence();
-        if self.no_fast_readers(old) {
-            return Some(PerCpuWriteToken {
-                restore_fast: table_of(old).inhibit() == 0,
-            });
-        }
-        // A fast reader is inside: give the bias back and fail. Release: an
-        // RMW, keeps the release sequence of the last FAST setter intact.
-        self.state.fetch_or(FAST, Ordering::Release);
         // SAFETY: we took the underlying write lock above.
         unsafe { self.inner.unlock_exclusive(GuardSend::new()) };
         None
@@ -650,10 +774,7 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
 
     #[inline]
     unsafe fn unlock_exclusive(&self, token: PerCpuWriteToken) {
-        if token.restore_fast {
-            // Release pairs with fast readers' Acquire re-load of the state.
-            self.state.fetch_or(FAST, Ordering::Release);
-        }
+        self.leave(token.next);
         // SAFETY: the token stands for our underlying write lock, whose guard
         // state is `GuardSend`.
         unsafe { self.inner.unlock_exclusive(GuardSend::new()) };
@@ -677,68 +798,116 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
     }
 }
 
+impl<P: Platform> RawPerCpuRwLock<P> {
+    /// Releases a slow read recorded in the thread-local list.
+    ///
+    /// # Safety
+    /// The caller holds a read of this lock through the underlying lock.
+    unsafe fn unlock_underlying_listed(&self) {
+        held_list::pop::<P>(self.state.load(Ordering::Relaxed) & ID_MASK);
+        // SAFETY: the caller holds the underlying read lock, whose guard
+        // state is the stateless `GuardSend`.
+        unsafe { self.inner.unlock_shared(GuardSend::new()) };
+    }
+}
+
 // SAFETY: the writer downgrades the underlying lock in one step (no writer
 // can slip in) and becomes a slow reader; the bias stays off (or is restored
 // while we hold the lock, which invariant 3 allows).
 unsafe impl<P: Platform> RawRwLockDowngrade for RawPerCpuRwLock<P> {
     unsafe fn downgrade(&self, token: PerCpuWriteToken) -> PerCpuReadToken {
-        if token.restore_fast {
-            // Release pairs with fast readers' Acquire re-load of the state.
-            self.state.fetch_or(FAST, Ordering::Release);
-        }
+        self.leave(token.next);
         let mine = self.my_slot();
         // SAFETY: the token stands for our underlying write lock.
         let _ = unsafe { self.inner.downgrade(GuardSend::new()) };
+        // The id exists (the write assigned it), so this cannot panic.
         self.enter_underlying(mine)
     }
 }
 
-/// Debug-build detection of recursive reads that go through the underlying
-/// lock without a slot (see "Recursive reads" in the module docs).
-#[cfg(all(debug_assertions, feature = "std", not(loom)))]
-mod debug_recursion {
-    use std::cell::RefCell;
-    use std::vec::Vec;
+// SAFETY: an upgradable read holds the underlying lock's upgradable read,
+// which excludes writers and other upgradable readers; `upgrade` first
+// revokes the bias (waiting out fast readers, as a writer does) and then
+// upgrades the underlying lock, so it ends with everything a write lock
+// holds. Forgetting the guard leaves the underlying upgradable read held.
+unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
+    type UpgradableGuard = <RawQRwLock<P> as RawRwLockUpgrade>::UpgradableGuard;
 
-    std::thread_local! {
-        /// Ids of the locks this thread read-holds through the underlying
-        /// lock without a slot.
-        static HELD: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    fn lock_upgradable(&self) -> Self::UpgradableGuard {
+        self.ensure_id();
+        self.inner.lock_upgradable()
     }
 
-    pub(super) fn check(id: u64) {
-        let held = HELD.try_with(|h| h.borrow().contains(&id)).unwrap_or(false);
-        assert!(
-            !held,
-            "PerCpuRwLock: recursive read of a lock this thread already read-holds through \
-             the underlying lock (its reader slot is busy with another lock of the same \
-             ReaderTable); this deadlocks if a writer queues in between. Give the outer \
-             lock its own ReaderTable or avoid the recursion."
-        );
+    fn try_lock_upgradable(&self) -> Option<Self::UpgradableGuard> {
+        self.ensure_id();
+        self.inner.try_lock_upgradable()
     }
 
-    pub(super) fn push(id: u64) {
-        let _ = HELD.try_with(|h| h.borrow_mut().push(id));
+    unsafe fn unlock_upgradable(&self, guard: Self::UpgradableGuard) {
+        // SAFETY: the guard came from `lock_upgradable` (caller's contract).
+        unsafe { self.inner.unlock_upgradable(guard) };
     }
 
-    pub(super) fn pop(id: u64) {
-        let _ = HELD.try_with(|h| {
-            let mut h = h.borrow_mut();
-            if let Some(i) = h.iter().rposition(|&x| x == id) {
-                h.swap_remove(i);
+    unsafe fn upgrade(&self, guard: Self::UpgradableGuard) -> PerCpuWriteToken {
+        // Holding the upgradable read excludes writers, so we may clear FAST
+        // and wait out the fast readers as a writer would; then the
+        // underlying upgrade waits out the slow readers.
+        let next = self.revoke_and_decide();
+        // SAFETY: the guard came from `lock_upgradable` (caller's contract).
+        let _ = unsafe { self.inner.upgrade(guard) };
+        PerCpuWriteToken { next }
+    }
+
+    unsafe fn try_upgrade(
+        &self,
+        guard: Self::UpgradableGuard,
+    ) -> Result<PerCpuWriteToken, Self::UpgradableGuard> {
+        if !self.try_revoke() {
+            return Err(guard);
+        }
+        // SAFETY: the guard came from `lock_upgradable` (caller's contract).
+        match unsafe { self.inner.try_upgrade(guard) } {
+            Ok(_) => {
+                let s = self.state.load(Ordering::Relaxed);
+                Ok(PerCpuWriteToken { next: s | FAST })
             }
-        });
+            Err(guard) => {
+                // Slow readers remain: give the bias back (we still hold the
+                // upgradable read, so no writer is inside). Release as in
+                // `try_revoke`.
+                self.state.fetch_or(FAST, Ordering::Release);
+                Err(guard)
+            }
+        }
     }
 }
 
-#[cfg(not(all(debug_assertions, feature = "std", not(loom))))]
-mod debug_recursion {
+/// The thread-local list of locks a slot-less context read-holds through
+/// the underlying lock (see "Recursive reads" in the module docs).
+mod held_list {
+    use crate::platform::Platform;
+
+    /// Records a read of lock `id` through the underlying lock. When the
+    /// list is full (more than `HELD` locks read-held at once without a
+    /// slot) the read goes unrecorded: a recursive read of it then behaves
+    /// like `QRwLock`'s.
     #[inline]
-    pub(super) fn check(_: u64) {}
+    pub(super) fn push<P: Platform>(id: u64) {
+        let _ = P::with_local(|l| l.held_reads.push(id));
+    }
+
+    /// One more read of `id`, if the calling thread read-holds it through
+    /// the underlying lock.
     #[inline]
-    pub(super) fn push(_: u64) {}
+    pub(super) fn deepen<P: Platform>(id: u64) -> bool {
+        P::with_local(|l| l.held_reads.deepen(id)).unwrap_or(false)
+    }
+
+    /// One read of `id` fewer.
     #[inline]
-    pub(super) fn pop(_: u64) {}
+    pub(super) fn pop<P: Platform>(id: u64) {
+        let _ = P::with_local(|l| l.held_reads.pop(id));
+    }
 }
 
 #[cfg(all(test, feature = "std", not(loom)))]

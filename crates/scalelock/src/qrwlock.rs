@@ -243,6 +243,18 @@ impl<P: Platform> RawQRwLock<P> {
         }
     }
 
+    /// One more read by a thread that already read-holds the lock (a
+    /// recursive read of `PerCpuRwLock`): joins the count without looking
+    /// at waiting writers or batches, which wait for our first read anyway.
+    #[inline]
+    pub(crate) fn lock_shared_recursive(&self) {
+        // Acquire: nothing to pair with beyond our own first read; kept for
+        // symmetry with `lock_shared`.
+        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
+        debug_assert_eq!(old & W_LOCKED, 0, "a recursive read with a writer inside");
+        self.check_reader_overflow(old);
+    }
+
     /// Removes one reader (a release or an undo) and wakes the word waiter
     /// if it may now proceed.
     #[inline]
@@ -416,9 +428,12 @@ impl<P: Platform> RawQRwLock<P> {
             }
         };
         if old & READER_OVERFLOW != 0 {
-            self.reader_leave();
+            // `wait_lock` first: our reader count keeps the lock alive while
+            // we touch it; after `reader_leave` a writer may take the lock
+            // and its owner free it.
             // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
             unsafe { self.wait_lock.unlock(wait_guard) };
+            self.reader_leave();
             reader_overflow();
         }
         self.wait_writer_exit(old);
@@ -655,9 +670,12 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
         // Acquire pairs with the last writer's Release unlock.
         let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
         if old & READER_OVERFLOW != 0 {
-            self.reader_leave();
+            // `wait_lock` first: our reader count keeps the lock alive while
+            // we touch it; after `reader_leave` a writer may take the lock
+            // and its owner free it.
             // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
             unsafe { self.wait_lock.unlock(wait_guard) };
+            self.reader_leave();
             reader_overflow();
         }
         self.wait_writer_exit(old);

@@ -278,6 +278,13 @@ impl<P: Platform> RawQSpinLock<P> {
         false
     }
 
+    /// The re-check of a sleeper until a release (after its heavy fence):
+    /// whether the lock is still held.
+    #[inline]
+    fn still_held(&self) -> bool {
+        self.locked.load(Ordering::Relaxed) == LOCKED
+    }
+
     /// Sets `PENDING` if there is neither a word waiter nor a queue.
     #[inline]
     fn try_become_pending(&self) -> bool {
@@ -357,9 +364,7 @@ impl<P: Platform> RawQSpinLock<P> {
                     // The holder keeps the lock although we claimed it: it
                     // is preempted (maybe by us, on its CPU) or sleeps.
                     // Sleep until a release.
-                    parking::sleep_until_released::<P>(self.addr(), || {
-                        self.locked.load(Ordering::Relaxed) == LOCKED
-                    });
+                    parking::sleep_until_released::<P>(self.addr(), || self.still_held());
                     *clock = BatchClock::start::<P>();
                 }
             }
@@ -530,9 +535,7 @@ impl<P: Platform> RawQSpinLock<P> {
                 }
                 backoff.snooze::<P>();
             }
-            parking::sleep_until_released::<P>(self.addr(), || {
-                self.locked.load(Ordering::Relaxed) == LOCKED
-            });
+            parking::sleep_until_released::<P>(self.addr(), || self.still_held());
         }
     }
 
@@ -577,14 +580,25 @@ impl<P: Platform> RawQSpinLock<P> {
         }
     }
 
-    /// `wait_unlocked`'s first look: an RMW that writes what it reads, so
-    /// that every later acquirer's `cmpxchg` reads from it (StoreLoad with
-    /// the caller's earlier stores); true if the lock was held.
+    /// `wait_unlocked`'s first look; true if the lock is held. A free (or
+    /// reserved) lock is confirmed with a `cmpxchg` that writes the value it
+    /// reads (AcqRel): every later acquirer's `cmpxchg` reads from it (or
+    /// from a later write), so it sees the caller's earlier stores
+    /// (StoreLoad), and Acquire pairs with the release of the last holder.
+    /// A held lock is not written: the caller waits for its holder.
     #[inline]
     pub(crate) fn barrier_look(&self) -> bool {
-        // AcqRel: Release for the later acquirers (see above); Acquire pairs
-        // with the release store of the last holder, if the lock was free.
-        self.locked.fetch_or(0, Ordering::AcqRel) == LOCKED
+        let mut v = self.locked.load(Ordering::Relaxed);
+        while v != LOCKED {
+            match self
+                .locked
+                .compare_exchange(v, v, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return false,
+                Err(now) => v = now,
+            }
+        }
+        true
     }
 
     /// `wait_unlocked`'s later looks: false once the lock was seen not held

@@ -27,10 +27,24 @@
 //! so far ([`Platform::reader_slot_bound`]), not the whole table.
 //!
 //! # Registry
-//! The lock stores its table as a 7-bit index, not a pointer, to stay 16
-//! bytes: index 0 is the process-wide default table, indices 1..=127 are
+//! The lock stores its table as a 6-bit index, not a pointer, to stay 16
+//! bytes: index 0 is the process-wide default table, indices 1..=63 are
 //! user tables, registered on first use by [`RawPerCpuRwLock::with_table`]
 //! and never unregistered (tables are `'static`).
+//!
+//! # One platform per table
+//! Slot indices come from the platform ([`Platform::reader_slot`]): two
+//! platforms, each sound on its own, may hand the same index to two
+//! different threads, and a writer scans only the indices its own platform
+//! handed out. So a table serves the locks of one platform only: the first
+//! lock that uses it binds it to its platform, and a lock of another
+//! platform that tries to use it panics (before acquiring anything) instead
+//! of letting a reader and a writer in together.
+//!
+//! # Class statistics
+//! A table also keeps what its writers learn about the class (the cost of
+//! the last revocation, the current inhibition multiplier), from which each
+//! write chooses how readers read next (see `percpu_rwlock`, "Modes").
 //!
 //! [`Platform::reader_slot`]: crate::platform::Platform::reader_slot
 //! [`Platform::reader_slot_bound`]: crate::platform::Platform::reader_slot_bound
@@ -38,14 +52,15 @@
 
 use core::ptr;
 
+use crate::platform::Platform;
 use crate::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 /// Reader slots per table: the most reader contexts that can use the fast
 /// path at once. (Four under loom, to keep models small.)
 pub const SLOTS: usize = if cfg!(loom) { 4 } else { 64 };
 
-/// Registered tables: index 0 (the default table) plus 127 user tables.
-const MAX_TABLES: usize = 128;
+/// Registered tables: index 0 (the default table) plus 63 user tables.
+pub(crate) const MAX_TABLES: usize = 64;
 
 /// The bias inhibition multiplier of [`ReaderTable::new`] (BRAVO's N):
 /// after a revocation, readers stay on the underlying lock for 9 times as
@@ -65,6 +80,18 @@ const MAX_TABLES: usize = 128;
 /// and whose threads do not overlap can opt out with
 /// [`ReaderTable::with_inhibition`]`(0)`.
 pub const DEFAULT_INHIBIT: u8 = 9;
+
+/// The initial adaptive multiplier for a configured one (0, Xen, keeps 1:
+/// it is never used).
+const fn clamp_multiplier(m: u8) -> u8 {
+    if m == 0 {
+        1
+    } else if m > MAX_INHIBIT {
+        MAX_INHIBIT
+    } else {
+        m
+    }
+}
 
 /// One 64-byte line.
 #[repr(align(64))]
@@ -168,11 +195,41 @@ pub struct ReaderTable {
     /// Registry index; 0 = the default table, or a user table not yet
     /// registered.
     index: AtomicU8,
-    /// BRAVO multiplier: after a writer revoked the read fast path, readers
-    /// stay on the underlying lock for `inhibit` times as long as the
-    /// revocation took. 0: the writer re-enables the fast path at unlock
-    /// (the Xen behaviour).
+    /// BRAVO multiplier the table starts with: after a writer revoked the
+    /// read fast path, readers stay on the underlying lock for this many
+    /// times as long as the revocation took. 0: the writer re-enables the
+    /// fast path at unlock (the Xen behaviour).
     inhibit: u8,
+    /// The current (adaptive) multiplier, between 1 and `MAX_INHIBIT`.
+    multiplier: AtomicU8,
+    /// Cost of the class's last asymmetric revocation, ns.
+    revocation_ns: AtomicU32,
+    /// Key of the platform whose locks use this table (0: not bound yet).
+    platform: AtomicU64,
+}
+
+/// Largest adaptive inhibition multiplier.
+pub(crate) const MAX_INHIBIT: u8 = 64;
+
+/// A nonzero key for platform `P`, the same for every call (a hash of its
+/// `TypeId`).
+fn platform_key<P: Platform>() -> u64 {
+    use core::hash::{Hash, Hasher};
+    /// FNV-1a, enough to tell a handful of types apart.
+    struct Fnv(u64);
+    impl Hasher for Fnv {
+        fn finish(&self) -> u64 {
+            self.0
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            for b in bytes {
+                self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+            }
+        }
+    }
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    core::any::TypeId::of::<P>().hash(&mut h);
+    h.finish() | 1
 }
 
 impl ReaderTable {
@@ -193,6 +250,9 @@ impl ReaderTable {
             slots: [const { Slot::new() }; SLOTS],
             index: AtomicU8::new(0),
             inhibit: multiplier,
+            multiplier: AtomicU8::new(clamp_multiplier(multiplier)),
+            revocation_ns: AtomicU32::new(0),
+            platform: AtomicU64::new(0),
         }
     }
 
@@ -209,6 +269,9 @@ impl ReaderTable {
             slots: core::array::from_fn(|_| Slot::new()),
             index: AtomicU8::new(0),
             inhibit: multiplier,
+            multiplier: AtomicU8::new(clamp_multiplier(multiplier)),
+            revocation_ns: AtomicU32::new(0),
+            platform: AtomicU64::new(0),
         }
     }
 
@@ -217,10 +280,84 @@ impl ReaderTable {
         default_table()
     }
 
-    /// The bias inhibition multiplier.
+    /// Whether writers inhibit the bias after revoking it (BRAVO); false for
+    /// `with_inhibition(0)` (Xen: the bias comes back at every write unlock).
     #[inline]
-    pub(crate) fn inhibit(&self) -> u8 {
-        self.inhibit
+    pub(crate) fn inhibits(&self) -> bool {
+        self.inhibit != 0
+    }
+
+    /// The current inhibition multiplier (adaptive).
+    #[inline]
+    pub(crate) fn multiplier(&self) -> u8 {
+        self.multiplier.load(Ordering::Relaxed)
+    }
+
+    /// A revocation followed soon after the bias came back (the inhibition
+    /// was too short): double the multiplier. Relaxed: a hint.
+    #[inline]
+    pub(crate) fn grow_multiplier(&self) {
+        let m = self.multiplier();
+        self.multiplier
+            .store(m.saturating_mul(2).min(MAX_INHIBIT), Ordering::Relaxed);
+    }
+
+    /// The bias stayed on long before this revocation: shrink the multiplier
+    /// back towards the table's configured one. Relaxed: a hint.
+    #[inline]
+    pub(crate) fn shrink_multiplier(&self) {
+        let m = self.multiplier();
+        if m > clamp_multiplier(self.inhibit) {
+            self.multiplier.store(m - 1, Ordering::Relaxed);
+        }
+    }
+
+    /// Cost of the class's last asymmetric revocation (0: none yet).
+    #[inline]
+    pub(crate) fn revocation_ns(&self) -> u64 {
+        u64::from(self.revocation_ns.load(Ordering::Relaxed))
+    }
+
+    /// Records the cost of an asymmetric revocation. Relaxed: a hint.
+    #[inline]
+    pub(crate) fn record_revocation(&self, ns: u64) {
+        self.revocation_ns
+            .store(ns.min(u64::from(u32::MAX)) as u32, Ordering::Relaxed);
+    }
+
+    /// Binds the table to platform `P` on first use.
+    ///
+    /// # Panics
+    /// If a lock of another platform used the table first.
+    #[inline]
+    pub(crate) fn bind<P: Platform>(&self) {
+        let key = platform_key::<P>();
+        // Relaxed: only the key's value matters; nothing is published.
+        let bound = self.platform.load(Ordering::Relaxed);
+        if bound != key {
+            self.bind_slow(key, bound);
+        }
+    }
+
+    #[cold]
+    fn bind_slow(&self, key: u64, bound: u64) {
+        let bound = if bound == 0 {
+            match self
+                .platform
+                .compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(now) => now,
+            }
+        } else {
+            bound
+        };
+        assert_eq!(
+            bound, key,
+            "scalelock: this ReaderTable serves locks of another Platform; reader slot \
+             indices of two platforms can collide, so give each platform's locks their own \
+             ReaderTable"
+        );
     }
 
     /// Slot `i`, if the table has one.
@@ -232,7 +369,7 @@ impl ReaderTable {
     /// This table's registry index, registering it on first use.
     ///
     /// # Panics
-    /// If 127 user tables are already registered.
+    /// If 63 user tables are already registered.
     pub(crate) fn register(&'static self) -> u8 {
         if ptr::eq(self, default_table()) {
             return 0;
@@ -345,6 +482,62 @@ fn all_free(index: usize) -> bool {
         };
         table.slots[index].word().load(Ordering::Relaxed) == 0
     })
+}
+
+/// The reads a context holds through the underlying lock of a per-CPU
+/// rwlock without a slot to record them in (it has none, or its slot is busy
+/// with another lock): lock id and depth, a handful of entries. Lives in
+/// `LocalState`; only its context touches it.
+#[derive(Debug, Default)]
+pub(crate) struct HeldReads {
+    entries: [core::cell::Cell<(u64, u32)>; HELD],
+}
+
+/// Locks a context can read-hold at once through the underlying lock without
+/// a slot and still read recursively without waiting.
+const HELD: usize = 8;
+
+impl HeldReads {
+    pub(crate) const fn new() -> Self {
+        Self {
+            entries: [const { core::cell::Cell::new((0, 0)) }; HELD],
+        }
+    }
+
+    /// Records a first read of `id` (dropped if the list is full).
+    pub(crate) fn push(&self, id: u64) {
+        if let Some(e) = self.entries.iter().find(|e| e.get().1 == 0) {
+            e.set((id, 1));
+        }
+    }
+
+    /// One more read of `id`, if it is recorded.
+    pub(crate) fn deepen(&self, id: u64) -> bool {
+        match self
+            .entries
+            .iter()
+            .find(|e| e.get().0 == id && e.get().1 != 0)
+        {
+            Some(e) => {
+                let (id, depth) = e.get();
+                e.set((id, depth + 1));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// One read of `id` fewer (a no-op for an unrecorded read).
+    pub(crate) fn pop(&self, id: u64) {
+        if let Some(e) = self
+            .entries
+            .iter()
+            .find(|e| e.get().0 == id && e.get().1 != 0)
+        {
+            let (id, depth) = e.get();
+            e.set((id, depth - 1));
+        }
+    }
 }
 
 /// Per-thread slot indices for the std platform.

@@ -3,13 +3,12 @@
 //! Waits until the holder at the time of the call (if any) has released
 //! the lock, without taking part in the lock's queue unless it must:
 //!
-//! 1. **Look, with a StoreLoad barrier.** The first look at the lock is a
-//!    read-modify-write that writes the value it reads (`fetch_or(0)`,
-//!    AcqRel), as Xen's `spin_barrier` starts with `smp_mb()`: every later
-//!    acquirer's `cmpxchg` reads from it (or from a later write), so it sees
-//!    the caller's earlier stores, and if the lock was free at that moment
-//!    nothing more is owed. Acquire: if the lock was released, its last
-//!    holder's writes are visible.
+//! 1. **Look, with a StoreLoad barrier.** A free lock is confirmed with a
+//!    `cmpxchg` that writes the value it reads (AcqRel), where Xen's
+//!    `spin_barrier` starts with `smp_mb()`: every later acquirer's
+//!    `cmpxchg` reads from it (or from a later write), so it sees the
+//!    caller's earlier stores, and nothing more is owed. Acquire: the last
+//!    holder's writes are visible. A held lock is left unwritten.
 //! 2. **Watch the holder** for `qs_barrier_steps` of backoff: if the lock is
 //!    seen not held, the holder present at step 1 has released (Acquire
 //!    load of its release store).

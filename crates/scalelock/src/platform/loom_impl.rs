@@ -44,6 +44,7 @@ unsafe impl Platform for LoomPlatform {
     fn sleep_ns(_: u64) {
         loom::thread::yield_now();
     }
+    #[track_caller]
     fn wait(word: &AtomicU32, expected: u32) {
         let guard = FUTEX.0.lock().unwrap();
         // Checked under the mutex every waker takes: no wake-up is lost

@@ -68,6 +68,7 @@ pub type DefaultPlatform = LoomPlatform;
 #[derive(Debug, Default)]
 pub struct LocalState {
     pub(crate) handed_off: crate::wait::batch::HandedOff,
+    pub(crate) held_reads: crate::reader_table::HeldReads,
 }
 
 impl LocalState {
@@ -75,6 +76,7 @@ impl LocalState {
     pub const fn new() -> Self {
         Self {
             handed_off: crate::wait::batch::HandedOff::new(),
+            held_reads: crate::reader_table::HeldReads::new(),
         }
     }
 }

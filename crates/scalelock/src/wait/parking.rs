@@ -87,6 +87,7 @@ pub(crate) fn prepare(addr: usize) -> Ticket {
 /// Step 2: sleeps until a wake of the bucket after the ticket (or
 /// spuriously).
 #[inline]
+#[track_caller]
 pub(crate) fn park<P: Platform>(ticket: Ticket) {
     P::wait(&ticket.bucket.seq, ticket.seq);
 }
@@ -171,4 +172,37 @@ fn wake_released<P: Platform>(bucket: &'static Bucket) {
 #[cfg(all(test, loom))]
 pub(crate) fn announced(addr: usize) -> bool {
     bucket(addr).parked.load(Ordering::SeqCst) != 0
+}
+
+/// Loom model of the sleep-until-a-release protocol alone: the releaser's
+/// plain store + light fence + bucket check against the sleeper's announce
+/// + heavy fence + re-check (store buffering). A lost wake-up is a loom
+/// deadlock.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use crate::platform::LoomPlatform;
+    use loom::sync::Arc;
+    use loom::sync::atomic::AtomicU8;
+    use loom::thread;
+
+    #[test]
+    fn release_wakes_a_sleeper_until_released() {
+        loom::model(|| {
+            let locked = Arc::new(AtomicU8::new(1));
+            let addr = &*locked as *const AtomicU8 as usize;
+            let releaser = {
+                let locked = locked.clone();
+                thread::spawn(move || {
+                    locked.store(0, Ordering::Release);
+                    LoomPlatform::light_fence();
+                    wake_after_release::<LoomPlatform>(addr);
+                })
+            };
+            while locked.load(Ordering::Acquire) != 0 {
+                sleep_until_released::<LoomPlatform>(addr, || locked.load(Ordering::Relaxed) != 0);
+            }
+            releaser.join().unwrap();
+        });
+    }
 }

@@ -96,6 +96,19 @@ pub(crate) struct Tuning {
     /// A slow reader reads the clock (is the bias inhibition over?) on one
     /// slow read in this many of its thread.
     pub pc_clock_every: u32,
+    /// An asymmetric revocation at least this dear (the membarrier
+    /// interrupted other CPUs running readers) switches the lock to the
+    /// symmetric mode.
+    pub pc_sym_cost_ns: u64,
+    /// A revocation within this many revocation costs of the bias coming
+    /// back doubles the class's inhibition multiplier.
+    pub pc_wasted_factor: u64,
+    /// Symmetric writes closer together than this inhibit the bias.
+    pub pc_dense_ns: u64,
+    /// How long dense symmetric writes inhibit the bias.
+    pub pc_dense_window_ns: u64,
+    /// Symmetric writes further apart than this bring the biased mode back.
+    pub pc_rare_ns: u64,
 
     // --- refresh ---
     /// Relaxes between two polls of a `RefreshOnce` state (doubling up to
@@ -145,6 +158,11 @@ const NATIVE: Tuning = Tuning {
 
     pc_writer_steps: 11,
     pc_clock_every: 16,
+    pc_sym_cost_ns: 2_000,
+    pc_wasted_factor: 4,
+    pc_dense_ns: 300,
+    pc_dense_window_ns: 50_000,
+    pc_rare_ns: 500_000,
 
     rf_poll_relaxes: 4,
     rf_spin_ns: 1_500,
@@ -186,6 +204,11 @@ const LOOM: Tuning = Tuning {
     // No spinning: the models reach the parking path.
     pc_writer_steps: 0,
     pc_clock_every: 1,
+    pc_sym_cost_ns: 2_000,
+    pc_wasted_factor: 4,
+    pc_dense_ns: 300,
+    pc_dense_window_ns: 50_000,
+    pc_rare_ns: 500_000,
 
     rf_poll_relaxes: 4,
     rf_spin_ns: 1_500,
