@@ -2,14 +2,15 @@
 //! std's RwLock, crossbeam's ShardedLock and scalelock's QRwLock.
 //!
 //! Three sections:
-//! 1. **Throughput**: read-only and 1/5/50% writes at 1, 2 and 16 threads. Every
-//!    round runs each lock once per case, in alternating order, for
-//!    `RUNTIME_MS`; the table gives the median over rounds of throughput and
-//!    of the ratio to parking_lot *within the same round*. A read sums the 4
-//!    protected words; a write bumps them (1%: every 100th op per thread).
-//!    `percpu` uses the default table (BRAVO inhibition, N =
-//!    `DEFAULT_INHIBIT`), `percpu-xen` a table without inhibition (every
-//!    write that follows reads revokes the read bias).
+//! 1. **Throughput**: read shares 50/90/95/99/99.9/100% at 1, 2 and 16
+//!    threads. Every round runs each lock once per case, in alternating
+//!    order, for `RUNTIME_MS`; the table gives the median over rounds of
+//!    throughput, of the ratio to parking_lot and of the ratio to the better
+//!    of QRwLock and crossbeam's ShardedLock, each *within the same round*.
+//!    A read sums the 4 protected words; a write bumps them (99%: every
+//!    100th op per thread, staggered between threads). `percpu` uses the
+//!    default table; `percpu-xen` (with `LOCKS=...,percpu-xen`) a table
+//!    without inhibition (every write that follows reads revokes the bias).
 //! 2. **Write lock+unlock, no readers**, one thread, ns/op, median of rounds;
 //!    `percpu` after its first revocation (bias off), `percpu-xen` revoking
 //!    on every write (membarrier + scan of the slot indices handed out).
@@ -18,7 +19,9 @@
 //!    (`sched_getcpu` + `cmpxchg` claim + release store).
 //!
 //! Run: `cargo bench -p scalelock --bench percpu_rwlock` (env `ROUNDS`,
-//! `RUNTIME_MS`, `THREADS=1,2,16`, `WRITES=0,1,5,50` (percent) override).
+//! `RUNTIME_MS`, `THREADS=1,2,16`, `READS=50,90,95,99,99.9,100` (percent),
+//! `LOCKS=percpu,sharded,qrwlock,std-rwlock,percpu-xen` override;
+//! `SECTIONS=throughput,writes,primitives`).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,7 +33,7 @@ use crossbeam_utils::CachePadded;
 use scalelock::{PerCpuRwLock, PerCpuRwLockExt, ReaderTable};
 
 mod common;
-use common::{alternating, env_u64, list, median};
+use common::{alternating, env_or, env_u64, list, median};
 
 type Data = [u64; 4];
 
@@ -131,15 +134,21 @@ fn run<L: BenchRw>(threads: usize, write_every: u64, runtime: Duration) -> f64 {
         .map(|t| {
             let (lock, stop, barrier) = (lock.clone(), stop.clone(), barrier.clone());
             thread::spawn(move || {
-                // Stagger the writers so 1% means 1% of the mix, not bursts.
-                let mut n: u64 = t as u64 * 37;
+                // Stagger the writers so 1% means 1% of the mix, not bursts;
+                // a countdown, not a division per op.
+                let mut countdown: u64 = if write_every == 0 {
+                    u64::MAX
+                } else {
+                    1 + (t as u64 * 37) % write_every
+                };
                 let mut ops = 0u64;
                 let mut sink = 0u64;
                 barrier.wait();
                 while !stop.load(Ordering::Relaxed) {
                     for _ in 0..64 {
-                        n += 1;
-                        if write_every != 0 && n.is_multiple_of(write_every) {
+                        countdown -= 1;
+                        if countdown == 0 {
+                            countdown = write_every;
                             lock.write();
                         } else {
                             sink = sink.wrapping_add(lock.read());
@@ -270,49 +279,89 @@ fn primitives() {
     );
 }
 
+/// Ops between two writes of one thread for a read share of `reads` %
+/// (0: never).
+fn write_every(reads: f64) -> u64 {
+    if reads >= 100.0 {
+        0
+    } else {
+        (100.0 / (100.0 - reads)).round() as u64
+    }
+}
+
+/// A comma-separated list of read shares (`READS`), fractions allowed.
+fn read_shares() -> Vec<f64> {
+    env_or("READS", "50,90,95,99,99.9,100")
+        .split(',')
+        .map(|r| {
+            r.trim()
+                .parse()
+                .expect("READS must be comma-separated numbers")
+        })
+        .collect()
+}
+
 fn main() {
     let rounds = env_u64("ROUNDS", 5) as usize;
     let runtime = Duration::from_millis(env_u64("RUNTIME_MS", 200));
     let threads = list("THREADS", "1,2,16");
-    let writes = list("WRITES", "0,1,5,50");
-    // Index 0 is the baseline of the ratio column.
-    let locks: Vec<(&str, Runner)> = vec![
+    let sections = env_or("SECTIONS", "throughput,writes,primitives");
+    let all: Vec<(&str, Runner)> = vec![
         ("pl-rwlock", run::<parking_lot::RwLock<Data>>),
         ("percpu", run::<PerCpuRwLock<Data>>),
-        ("percpu-xen", run::<Xen>),
         ("sharded", run::<crossbeam_utils::sync::ShardedLock<Data>>),
         ("qrwlock", run::<scalelock::QRwLock<Data>>),
         ("std-rwlock", run::<std::sync::RwLock<Data>>),
+        ("percpu-xen", run::<Xen>),
     ];
+    // pl-rwlock, sharded and qrwlock (the baselines) always run.
+    let wanted = env_or("LOCKS", "percpu,sharded,qrwlock");
+    let locks: Vec<(&str, Runner)> = all
+        .into_iter()
+        .filter(|(n, _)| {
+            ["pl-rwlock", "sharded", "qrwlock"].contains(n) || wanted.split(',').any(|w| w == *n)
+        })
+        .collect();
+    let idx = |name: &str| locks.iter().position(|(n, _)| *n == name).unwrap();
+    let (pl, sharded, qrw) = (idx("pl-rwlock"), idx("sharded"), idx("qrwlock"));
     println!(
-        "# {rounds} rounds x {} ms, median over rounds; ratio = lock / pl-rwlock in the same round",
+        "# {rounds} rounds x {} ms, median over rounds; ratios are taken within each round",
         runtime.as_millis()
     );
-    println!("\n## Throughput\n");
-    println!("| threads | writes | lock | Mops/s | x pl-rwlock | x sharded |");
-    println!("| --- | --- | --- | --- | --- | --- |");
-    for &t in &threads {
-        for &w in &writes {
-            let write_every = 100u64.checked_div(w).unwrap_or(0);
-            let samples = alternating(rounds, locks.len(), |i| {
-                (locks[i].1)(t as usize, write_every, runtime)
-            });
-            let ratio_to = |i: usize, base: usize| -> Vec<f64> {
-                (0..rounds)
-                    .map(|k| samples[i][k] / samples[base][k])
-                    .collect()
-            };
-            for (i, (name, _)) in locks.iter().enumerate() {
-                println!(
-                    "| {t} | {w}% | {name} | {:.1} | {:.2} | {:.2} |",
-                    median(&samples[i]),
-                    median(&ratio_to(i, 0)),
-                    median(&ratio_to(i, 3))
-                );
+    if sections.contains("throughput") {
+        println!("\n## Throughput\n");
+        println!("| threads | reads | lock | Mops/s | x pl-rwlock | x best of qrwlock, sharded |");
+        println!("| --- | --- | --- | --- | --- | --- |");
+        for &t in &threads {
+            for r in read_shares() {
+                let every = write_every(r);
+                let samples = alternating(rounds, locks.len(), |i| {
+                    (locks[i].1)(t as usize, every, runtime)
+                });
+                let ratio = |i: usize, base: &dyn Fn(usize) -> f64| -> f64 {
+                    median(
+                        &(0..rounds)
+                            .map(|k| samples[i][k] / base(k))
+                            .collect::<Vec<_>>(),
+                    )
+                };
+                for (i, (name, _)) in locks.iter().enumerate() {
+                    println!(
+                        "| {t} | {r}% | {name} | {:.1} | {:.2} | {:.2} |",
+                        median(&samples[i]),
+                        ratio(i, &|k| samples[pl][k]),
+                        ratio(i, &|k| samples[sharded][k].max(samples[qrw][k]))
+                    );
+                }
             }
         }
     }
-
+    if !sections.contains("writes") {
+        if sections.contains("primitives") {
+            primitives();
+        }
+        return;
+    }
     println!("\n## Write lock+unlock, no readers (1 thread, ns/op)\n");
     println!("| lock | ns/op |");
     println!("| --- | --- |");
@@ -339,5 +388,7 @@ fn main() {
         let v: Vec<f64> = (0..rounds).map(|_| f(short)).collect();
         println!("| {name} | {:.1} |", median(&v));
     }
-    primitives();
+    if sections.contains("primitives") {
+        primitives();
+    }
 }

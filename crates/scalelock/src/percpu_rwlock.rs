@@ -321,17 +321,22 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         table_of(self.state.load(Ordering::Relaxed))
     }
 
-    /// Fast path of a read; `None` means take the slow path.
+    /// The common read paths, with the thread's slot free: biased or
+    /// symmetric, the slot; inhibited, the underlying lock (waiting for it
+    /// if `wait`), recorded in the slot. `None` means take the slow path.
     #[inline]
-    fn try_lock_shared_fast(&self) -> Option<PerCpuReadToken> {
+    fn try_lock_shared_fast(&self, wait: bool) -> Option<PerCpuReadToken> {
         let s = self.state.load(Ordering::Relaxed);
-        if s & FAST == 0 || s & ID_MASK == 0 {
+        if s & ID_MASK == 0 {
             return None;
         }
         let slot = table_of(s).slot(P::reader_slot()?)?;
         if slot.word().load(Ordering::Relaxed) != 0 {
             // Busy: a recursive read, or a read of another lock of the table.
             return None;
+        }
+        if s & FAST == 0 {
+            return self.read_inhibited(slot, wait);
         }
         let mine = (s & ID_MASK) | ONE_DEPTH;
         if s & SYM == 0 {
@@ -354,6 +359,55 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         None
     }
 
+    /// An inhibited read with the thread's slot free: the underlying read
+    /// lock, recorded in the slot.
+    #[inline(never)]
+    fn read_inhibited(&self, slot: &'static Slot, wait: bool) -> Option<PerCpuReadToken> {
+        // A read of this lock recorded in the thread-local list (taken while
+        // the slot was busy) would make this one recursive: the slow path
+        // looks.
+        if slot.listed().load(Ordering::Relaxed) != 0 {
+            return None;
+        }
+        if wait {
+            let _ = self.inner.lock_shared();
+        } else {
+            let _ = self.inner.try_lock_shared()?;
+        }
+        Some(self.enter_underlying_slot(slot))
+    }
+
+    /// With the underlying read lock held and `slot` (ours) free: maybe
+    /// re-enable the bias, record the read in the slot.
+    #[inline]
+    fn enter_underlying_slot(&self, slot: &'static Slot) -> PerCpuReadToken {
+        self.maybe_reenable(Some(slot));
+        let s = self.state.load(Ordering::Relaxed);
+        // Relaxed: while we hold the underlying read lock no writer scans;
+        // the clear before our unlock is ordered by it.
+        slot.word()
+            .store((s & ID_MASK) | UNDERLYING | ONE_DEPTH, Ordering::Relaxed);
+        PerCpuReadToken::slot(slot)
+    }
+
+    /// With the underlying read lock held: re-enables the bias once the
+    /// inhibition window passed, looking at the clock on one slow read in
+    /// `pc_clock_every` of this thread (a clock read costs more than the
+    /// underlying read lock).
+    #[inline]
+    fn maybe_reenable(&self, mine: Option<&'static Slot>) {
+        let s = self.state.load(Ordering::Relaxed);
+        if s & FAST == 0
+            && mine.is_none_or(|m| m.count_slow_read(TUNING.pc_clock_every))
+            && since_stamp(s, P::now_ns()) >= 0
+        {
+            // We hold the underlying read lock, so no writer is inside.
+            // Release pairs with fast readers' Acquire re-load of the state:
+            // they happen after our acquisition, hence after the last writer.
+            self.state.fetch_or(FAST, Ordering::Release);
+        }
+    }
+
     #[cold]
     fn lock_shared_slow(&self) -> PerCpuReadToken {
         self.ensure_id();
@@ -364,7 +418,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if let Some(token) = self.recursive_read(s, mine) {
             return token;
         }
-        if let Some(token) = self.try_lock_shared_fast() {
+        if let Some(token) = self.try_lock_shared_fast(true) {
             return token;
         }
         let _ = self.inner.lock_shared();
@@ -405,36 +459,18 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 
     /// Finishes a slow read, with the underlying read lock held: re-enables
-    /// the bias once the inhibition window passed (looking at the clock on
-    /// one slow read in `pc_clock_every` of this thread), records the read
-    /// in the thread's slot `mine` if that is free, else in the thread-local
-    /// list.
+    /// the bias if due, records the read in the thread's slot `mine` if that
+    /// is free, else in the thread-local list.
     fn enter_underlying(&self, mine: Option<&'static Slot>) -> PerCpuReadToken {
-        let s = self.state.load(Ordering::Relaxed);
-        if s & FAST == 0
-            && mine.is_none_or(|m| m.count_slow_read(TUNING.pc_clock_every))
-            && since_stamp(s, P::now_ns()) >= 0
-        {
-            // We hold the underlying read lock, so no writer is inside.
-            // Release pairs with fast readers' Acquire re-load of the state:
-            // they happen after our acquisition, hence after the last writer.
-            self.state.fetch_or(FAST, Ordering::Release);
-        }
         // Only this thread writes its slot, so the slot is still as free as
         // it was before we queued on the underlying lock.
-        match mine.filter(|m| m.word().load(Ordering::Relaxed) == 0) {
-            Some(slot) => {
-                // Relaxed: while we hold the underlying read lock no writer
-                // scans; the clear before our unlock is ordered by it.
-                slot.word()
-                    .store((s & ID_MASK) | UNDERLYING | ONE_DEPTH, Ordering::Relaxed);
-                PerCpuReadToken::slot(slot)
-            }
-            None => {
-                held_list::push::<P>(s & ID_MASK);
-                PerCpuReadToken::underlying()
-            }
+        if let Some(slot) = mine.filter(|m| m.word().load(Ordering::Relaxed) == 0) {
+            return self.enter_underlying_slot(slot);
         }
+        self.maybe_reenable(mine);
+        let id = self.state.load(Ordering::Relaxed) & ID_MASK;
+        held_list::push::<P>(id, mine);
+        PerCpuReadToken::underlying()
     }
 
     /// Gives the lock a unique id on first use (an `INIT` lock), and binds
@@ -473,11 +509,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         self.ensure_id();
         let s = self.state.load(Ordering::Relaxed);
         let table = table_of(s);
-        let now = P::now_ns();
         if s & FAST == 0 {
             // Inhibited: no reader uses a slot. Keep the window and mode.
             return s;
         }
+        let now = P::now_ns();
         // SeqCst: the symmetric pairing (see `try_lock_shared_fast`); the
         // asymmetric one is ordered by the heavy fence.
         let old = self.state.fetch_and(!FAST, Ordering::SeqCst);
@@ -489,10 +525,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             fence(Ordering::SeqCst);
         }
         let id = old & ID_MASK;
-        for i in 0..P::reader_slot_bound() {
-            let Some(slot) = table.slot(i) else { break };
-            wait_slot::<P>(slot, id);
-        }
+        P::reader_slots_in_use(|i| {
+            if let Some(slot) = table.slot(i) {
+                wait_slot::<P>(slot, id);
+            }
+        });
         let keep = old & !(FAST | SYM | STAMP_MASK);
         if !table.inhibits() {
             // Xen: the bias comes back at unlock, in the mode the cost says.
@@ -558,12 +595,16 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     fn no_fast_readers(&self, state: u64) -> bool {
         let id = state & ID_MASK;
         let table = table_of(state);
-        (0..P::reader_slot_bound().min(crate::reader_table::SLOTS)).all(|i| {
+        let mut none = true;
+        P::reader_slots_in_use(|i| {
             // Acquire pairs with the readers' Release slot stores.
-            table
-                .slot(i)
-                .is_none_or(|slot| slot.word().load(Ordering::Acquire) & ID_MASK != id)
-        })
+            if let Some(slot) = table.slot(i)
+                && slot.word().load(Ordering::Acquire) & ID_MASK == id
+            {
+                none = false;
+            }
+        });
+        none
     }
 
     /// Clears `FAST` and checks once for fast readers, without waiting;
@@ -698,7 +739,7 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
 
     #[inline]
     fn lock_shared(&self) -> PerCpuReadToken {
-        match self.try_lock_shared_fast() {
+        match self.try_lock_shared_fast(true) {
             Some(token) => token,
             None => self.lock_shared_slow(),
         }
@@ -706,7 +747,7 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
 
     #[inline]
     fn try_lock_shared(&self) -> Option<PerCpuReadToken> {
-        if let Some(token) = self.try_lock_shared_fast() {
+        if let Some(token) = self.try_lock_shared_fast(false) {
             return Some(token);
         }
         self.ensure_id();
@@ -715,7 +756,7 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         if let Some(token) = self.recursive_read(s, mine) {
             return Some(token);
         }
-        if let Some(token) = self.try_lock_shared_fast() {
+        if let Some(token) = self.try_lock_shared_fast(false) {
             return Some(token);
         }
         let _ = self.inner.try_lock_shared()?;
@@ -736,17 +777,11 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
             0,
             "read token names another lock's slot"
         );
-        if cur & DEPTH_MASK > 1 {
-            // Relaxed: the outer reads still hold the lock.
-            slot.word().store(cur - ONE_DEPTH, Ordering::Relaxed);
-        } else if cur & UNDERLYING != 0 {
-            // Relaxed: the underlying unlock below is the Release.
-            slot.word().store(0, Ordering::Relaxed);
-            // SAFETY: `UNDERLYING` marks a slot whose owner (us) holds the
-            // underlying read lock; its guard state is `GuardSend`.
-            unsafe { self.inner.unlock_shared(GuardSend::new()) };
-        } else {
+        if cur & (DEPTH_MASK | UNDERLYING) == ONE_DEPTH {
             release_slot::<P>(slot);
+        } else {
+            // SAFETY: `slot` is ours and records a read of this lock.
+            unsafe { self.unlock_shared_recorded(slot, cur) };
         }
     }
 
@@ -799,12 +834,30 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
 }
 
 impl<P: Platform> RawPerCpuRwLock<P> {
+    /// Releases a recursive read, or a slow read recorded in our slot.
+    ///
+    /// # Safety
+    /// `slot` is the caller's and records a read of this lock (`cur`).
+    #[inline(never)]
+    unsafe fn unlock_shared_recorded(&self, slot: &'static Slot, cur: u64) {
+        if cur & DEPTH_MASK > 1 {
+            // Relaxed: the outer reads still hold the lock.
+            slot.word().store(cur - ONE_DEPTH, Ordering::Relaxed);
+        } else {
+            // Relaxed: the underlying unlock below is the Release.
+            slot.word().store(0, Ordering::Relaxed);
+            // SAFETY: `UNDERLYING` marks a slot whose owner (us) holds the
+            // underlying read lock; its guard state is `GuardSend`.
+            unsafe { self.inner.unlock_shared(GuardSend::new()) };
+        }
+    }
+
     /// Releases a slow read recorded in the thread-local list.
     ///
     /// # Safety
     /// The caller holds a read of this lock through the underlying lock.
     unsafe fn unlock_underlying_listed(&self) {
-        held_list::pop::<P>(self.state.load(Ordering::Relaxed) & ID_MASK);
+        held_list::pop::<P>(self.state.load(Ordering::Relaxed) & ID_MASK, self.my_slot());
         // SAFETY: the caller holds the underlying read lock, whose guard
         // state is the stateless `GuardSend`.
         unsafe { self.inner.unlock_shared(GuardSend::new()) };
@@ -882,18 +935,29 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
     }
 }
 
-/// The thread-local list of locks a slot-less context read-holds through
-/// the underlying lock (see "Recursive reads" in the module docs).
+/// The thread-local list of locks a context read-holds through the
+/// underlying lock without a slot to record them in (see "Recursive reads"
+/// in the module docs). The context's slot in the lock's table, if any,
+/// counts them (`Slot::listed`), so that the common paths, which look only
+/// at the slot, know when to look at the list.
 mod held_list {
     use crate::platform::Platform;
+    use crate::reader_table::Slot;
+    use crate::sync::atomic::Ordering;
 
-    /// Records a read of lock `id` through the underlying lock. When the
-    /// list is full (more than `HELD` locks read-held at once without a
-    /// slot) the read goes unrecorded: a recursive read of it then behaves
-    /// like `QRwLock`'s.
+    /// Records a first read of lock `id` through the underlying lock. When
+    /// the list is full (more than a handful of locks read-held at once
+    /// that way) the read goes unrecorded: a recursive read of it then
+    /// behaves like `QRwLock`'s.
     #[inline]
-    pub(super) fn push<P: Platform>(id: u64) {
-        let _ = P::with_local(|l| l.held_reads.push(id));
+    pub(super) fn push<P: Platform>(id: u64, mine: Option<&'static Slot>) {
+        if P::with_local(|l| l.held_reads.push(id)).unwrap_or(false)
+            && let Some(slot) = mine
+        {
+            // Relaxed: only this thread reads or writes its own count.
+            let listed = slot.listed();
+            listed.store(listed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
     }
 
     /// One more read of `id`, if the calling thread read-holds it through
@@ -905,8 +969,14 @@ mod held_list {
 
     /// One read of `id` fewer.
     #[inline]
-    pub(super) fn pop<P: Platform>(id: u64) {
-        let _ = P::with_local(|l| l.held_reads.pop(id));
+    pub(super) fn pop<P: Platform>(id: u64, mine: Option<&'static Slot>) {
+        if P::with_local(|l| l.held_reads.pop(id)).unwrap_or(false)
+            && let Some(slot) = mine
+        {
+            // Relaxed: as in `push`.
+            let listed = slot.listed();
+            listed.store(listed.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
+        }
     }
 }
 

@@ -97,23 +97,30 @@ const fn clamp_multiplier(m: u8) -> u8 {
 #[repr(align(64))]
 struct Line<T>(T);
 
-/// The owner's line of a slot: the slot word and the owner's count of slow
-/// reads (both written only by the owner).
+/// The owner's line of a slot: the slot word and the owner's counts, and
+/// the count of writers parked on the slot (written by writers only when
+/// they park, which is rare). One line: a read touches as few distinct
+/// lines as possible (each one more is one more chance of a cache or
+/// way-predictor conflict with the lock itself, which shows up on AMD Zen
+/// as a read costing twice as much at some lock addresses).
 #[repr(C)]
 struct OwnerLine {
     word: AtomicU64,
     slow_reads: AtomicU32,
+    /// Reads of this table's locks the owner holds through the underlying
+    /// lock recorded in its thread-local list (its slot was busy).
+    listed: AtomicU32,
+    /// Writers parked waiting for the slot to change.
+    waiters: AtomicU32,
 }
 
-/// A reader slot: the owner's line (slot word, slow-read count), and on the
-/// adjacent line the count of writers parked waiting for this slot to
-/// change. The pair is 128-byte aligned (x86 prefetches lines in pairs), so
-/// no other context's slot shares it; a writer's park/unpark dirties only
-/// the second line.
+/// A reader slot: the owner's line, and an empty line after it. The pair is
+/// 128-byte aligned (x86 prefetches lines in pairs), so no other context's
+/// slot shares it.
 #[repr(C, align(128))]
 pub(crate) struct Slot {
     owner: Line<OwnerLine>,
-    waiters: Line<AtomicU32>,
+    _pad: Line<()>,
 }
 
 impl Slot {
@@ -123,8 +130,10 @@ impl Slot {
             owner: Line(OwnerLine {
                 word: AtomicU64::new(0),
                 slow_reads: AtomicU32::new(0),
+                listed: AtomicU32::new(0),
+                waiters: AtomicU32::new(0),
             }),
-            waiters: Line(AtomicU32::new(0)),
+            _pad: Line(()),
         }
     }
     #[cfg(loom)]
@@ -133,8 +142,10 @@ impl Slot {
             owner: Line(OwnerLine {
                 word: AtomicU64::new(0),
                 slow_reads: AtomicU32::new(0),
+                listed: AtomicU32::new(0),
+                waiters: AtomicU32::new(0),
             }),
-            waiters: Line(AtomicU32::new(0)),
+            _pad: Line(()),
         }
     }
 
@@ -157,10 +168,17 @@ impl Slot {
         n.is_multiple_of(every)
     }
 
+    /// How many reads of this table's locks the owner holds recorded in its
+    /// thread-local list (only the owner reads or writes it).
+    #[inline]
+    pub(crate) fn listed(&self) -> &AtomicU32 {
+        &self.owner.0.listed
+    }
+
     /// Writers parked on this slot's address.
     #[inline]
     pub(crate) fn waiters(&self) -> &AtomicU32 {
-        &self.waiters.0
+        &self.owner.0.waiters
     }
 
     /// The address writers park on.
@@ -504,10 +522,14 @@ impl HeldReads {
         }
     }
 
-    /// Records a first read of `id` (dropped if the list is full).
-    pub(crate) fn push(&self, id: u64) {
-        if let Some(e) = self.entries.iter().find(|e| e.get().1 == 0) {
-            e.set((id, 1));
+    /// Records a first read of `id`; false if the list is full (dropped).
+    pub(crate) fn push(&self, id: u64) -> bool {
+        match self.entries.iter().find(|e| e.get().1 == 0) {
+            Some(e) => {
+                e.set((id, 1));
+                true
+            }
+            None => false,
         }
     }
 
@@ -527,15 +549,20 @@ impl HeldReads {
         }
     }
 
-    /// One read of `id` fewer (a no-op for an unrecorded read).
-    pub(crate) fn pop(&self, id: u64) {
-        if let Some(e) = self
+    /// One read of `id` fewer; true if that was its last recorded read (a
+    /// no-op returning false for an unrecorded read).
+    pub(crate) fn pop(&self, id: u64) -> bool {
+        match self
             .entries
             .iter()
             .find(|e| e.get().0 == id && e.get().1 != 0)
         {
-            let (id, depth) = e.get();
-            e.set((id, depth - 1));
+            Some(e) => {
+                let (id, depth) = e.get();
+                e.set((id, depth - 1));
+                depth == 1
+            }
+            None => false,
         }
     }
 }
@@ -608,6 +635,19 @@ pub(crate) mod thread_slot {
     #[inline]
     pub(crate) fn bound() -> usize {
         BOUND.load(Ordering::Relaxed)
+    }
+
+    /// Calls `f` for each index owned by a live thread (or retired with a
+    /// read still recorded). A thread sets its bit before its first slot
+    /// store, which precedes the reader's fence; a writer reads the bitmap
+    /// after its fence (as with `BOUND`), so it sees every bit that matters.
+    #[inline]
+    pub(crate) fn in_use(mut f: impl FnMut(usize)) {
+        let mut used = USED.load(Ordering::Relaxed);
+        while used != 0 {
+            f(used.trailing_zeros() as usize);
+            used &= used - 1;
+        }
     }
 
     #[cold]

@@ -99,7 +99,8 @@ impl LocalState {
 ///   reader slot with at the same time (a context keeps its index while any
 ///   of its read guards lives), and `reader_slot_bound` is at least one past
 ///   every index returned by a `reader_slot` call that precedes the caller's
-///   preceding `heavy_fence`/`fence(SeqCst)`.
+///   preceding `heavy_fence`/`fence(SeqCst)`; `reader_slots_in_use` visits
+///   each such index that a context may still have a read recorded in.
 pub unsafe trait Platform: 'static {
     /// One iteration of a busy-wait loop (`pause` on x86).
     fn relax();
@@ -168,9 +169,20 @@ pub unsafe trait Platform: 'static {
         None
     }
     /// One past every index `reader_slot` has returned so far, in any
-    /// context; per-CPU rwlock writers scan slots `0..reader_slot_bound()`.
+    /// context.
     #[inline]
     fn reader_slot_bound() -> usize {
         0
+    }
+    /// Calls `f` for every slot index a per-CPU rwlock writer must scan: a
+    /// superset of the indices held by contexts that may read with a slot
+    /// (the same visibility rule as `reader_slot_bound`). The default
+    /// scans `0..reader_slot_bound()`; the std platform scans the indices
+    /// of live threads only.
+    #[inline]
+    fn reader_slots_in_use(mut f: impl FnMut(usize)) {
+        for i in 0..Self::reader_slot_bound() {
+            f(i);
+        }
     }
 }

@@ -158,6 +158,11 @@ unsafe impl Platform for StdPlatform {
     fn reader_slot_bound() -> usize {
         crate::reader_table::thread_slot::bound()
     }
+
+    #[inline]
+    fn reader_slots_in_use(f: impl FnMut(usize)) {
+        crate::reader_table::thread_slot::in_use(f)
+    }
 }
 
 std::thread_local! {

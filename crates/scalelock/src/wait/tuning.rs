@@ -157,7 +157,7 @@ const NATIVE: Tuning = Tuning {
     qrw_optimistic_steps: 4,
 
     pc_writer_steps: 11,
-    pc_clock_every: 16,
+    pc_clock_every: 64,
     pc_sym_cost_ns: 2_000,
     pc_wasted_factor: 4,
     pc_dense_ns: 300,
