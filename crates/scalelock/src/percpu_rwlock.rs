@@ -35,7 +35,7 @@
 //! | mode | state | a read costs | a write costs | chosen when |
 //! | --- | --- | --- | --- | --- |
 //! | biased | `FAST` | slot store, *compiler* fence, two loads | a `membarrier` (the *heavy* fence) and a slot scan | writes are rare against the revocation's cost |
-//! | symmetric | `FAST \| SYM` | slot `swap` (a full fence) and two loads | a plain full fence and a slot scan | revocations are dear (the membarrier interrupts other busy CPUs) but writes are not dense |
+//! | symmetric | `FAST \| SYM` | slot store, a full fence, two loads | a plain full fence and a slot scan | revocations are dear (the membarrier interrupts other busy CPUs) but writes are not dense |
 //! | inhibited | no `FAST` | the underlying read lock, plus a load | the underlying write lock | writes are dense, or a revocation was just paid (BRAVO) |
 //!
 //! Each write decides the next mode, under the underlying write lock:
@@ -108,9 +108,8 @@
 //! A fast reader does `store slot; fence; load state`, a revoking writer
 //! `RMW state (clear FAST); fence; load slot` — the store-buffering
 //! pattern. Biased, the reader's light fence pairs with the writer's heavy
-//! one (membarrier's contract, see `platform/std_fence.rs`); symmetric, the
-//! reader's slot `swap` and state load are SeqCst and so are the writer's
-//! fence and scan. Either way at least one side sees the other: if the
+//! one (membarrier's contract, see `platform/std_fence.rs`); symmetric,
+//! both are `fence(SeqCst)`. Either way at least one side sees the other: if the
 //! reader sees `FAST` clear, it backs out; otherwise the writer's scan,
 //! which reads `Platform::reader_slot_bound` after its fence, sees the slot
 //! (the reader raised the bound before its slot store) and waits for it. A
@@ -336,7 +335,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return None;
         }
         if s & FAST == 0 {
-            return self.read_inhibited(slot, wait);
+            return self.read_inhibited(s, slot, wait);
         }
         let mine = (s & ID_MASK) | ONE_DEPTH;
         if s & SYM == 0 {
@@ -345,13 +344,15 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // Pairs with the heavy fence of a revoking writer.
             P::light_fence();
         } else {
-            // SeqCst, with the SeqCst re-load below: pairs with a symmetric
-            // writer's SeqCst fence and scan (store buffering).
-            slot.word().swap(mine, Ordering::SeqCst);
+            // Relaxed, then a full fence: pairs with a symmetric writer's
+            // full fence (store buffering). (A SeqCst `swap` and load would
+            // do in the C++ model and cost less on x86, but loom models
+            // SeqCst accesses as AcqRel and could not check this pairing.)
+            slot.word().store(mine, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
         }
-        // Acquire pairs with the Release RMW that last set FAST; SeqCst for
-        // the symmetric pairing (a plain load on x86 either way).
-        if self.state.load(Ordering::SeqCst) & FAST != 0 {
+        // Acquire pairs with the Release RMW that last set FAST.
+        if self.state.load(Ordering::Acquire) & FAST != 0 {
             return Some(PerCpuReadToken::slot(slot));
         }
         // A writer is revoking: step aside and queue on the inner lock.
@@ -360,9 +361,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 
     /// An inhibited read with the thread's slot free: the underlying read
-    /// lock, recorded in the slot.
+    /// lock, recorded in the slot. `s` is the state read before: a window
+    /// end seen stale only makes the bias come back a little early, which a
+    /// holder of the underlying lock may do at any time.
     #[inline(never)]
-    fn read_inhibited(&self, slot: &'static Slot, wait: bool) -> Option<PerCpuReadToken> {
+    fn read_inhibited(&self, s: u64, slot: &'static Slot, wait: bool) -> Option<PerCpuReadToken> {
         // A read of this lock recorded in the thread-local list (taken while
         // the slot was busy) would make this one recursive: the slow path
         // looks.
@@ -374,7 +377,23 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         } else {
             let _ = self.inner.try_lock_shared()?;
         }
-        Some(self.enter_underlying_slot(slot))
+        if slot.count_slow_read(TUNING.pc_clock_every) && since_stamp(s, P::now_ns()) >= 0 {
+            self.reenable();
+        }
+        // Relaxed: while we hold the underlying read lock no writer scans;
+        // the clear before our unlock is ordered by it.
+        slot.word()
+            .store((s & ID_MASK) | UNDERLYING | ONE_DEPTH, Ordering::Relaxed);
+        Some(PerCpuReadToken::slot(slot))
+    }
+
+    /// Sets `FAST` (the inhibition window is over), holding the underlying
+    /// read lock, so no writer is inside. Release pairs with fast readers'
+    /// Acquire re-load of the state: they happen after our acquisition,
+    /// hence after the last writer.
+    #[cold]
+    fn reenable(&self) {
+        self.state.fetch_or(FAST, Ordering::Release);
     }
 
     /// With the underlying read lock held and `slot` (ours) free: maybe
@@ -401,10 +420,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             && mine.is_none_or(|m| m.count_slow_read(TUNING.pc_clock_every))
             && since_stamp(s, P::now_ns()) >= 0
         {
-            // We hold the underlying read lock, so no writer is inside.
-            // Release pairs with fast readers' Acquire re-load of the state:
-            // they happen after our acquisition, hence after the last writer.
-            self.state.fetch_or(FAST, Ordering::Release);
+            self.reenable();
         }
     }
 
@@ -514,9 +530,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return s;
         }
         let now = P::now_ns();
-        // SeqCst: the symmetric pairing (see `try_lock_shared_fast`); the
-        // asymmetric one is ordered by the heavy fence.
-        let old = self.state.fetch_and(!FAST, Ordering::SeqCst);
+        // Relaxed: ordered by the fence below (heavy, or full in the
+        // symmetric mode), which pairs with the readers' fence.
+        let old = self.state.fetch_and(!FAST, Ordering::Relaxed);
         if old & SYM == 0 {
             // Pairs with fast readers' light fence: either they see FAST
             // clear or we see their slot.
@@ -549,7 +565,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             let end = P::now_ns();
             let cost = end.saturating_sub(now).max(1);
             table.record_revocation(cost);
-            if cost >= TUNING.pc_sym_cost_ns {
+            if cost >= TUNING.pc_sym_cost_ns || table.forced_symmetric() {
                 return keep | FAST | SYM | stamp_at(end);
             }
             let on_for = since_stamp(old, now);
@@ -583,10 +599,17 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// Acquire re-load of the state.
     #[inline]
     fn leave(&self, next: u64) {
+        const KEEP: u64 = ID_MASK | TABLE_MASK;
+        let s = self.state.load(Ordering::Relaxed);
+        if s & !KEEP == next & !KEEP {
+            // Nothing changes (an inhibited write): leave the line alone,
+            // every reader reads it.
+            return;
+        }
         let _ = self
             .state
             .fetch_update(Ordering::Release, Ordering::Relaxed, |s| {
-                Some((s & (ID_MASK | TABLE_MASK)) | (next & !(ID_MASK | TABLE_MASK)))
+                Some((s & KEEP) | (next & !KEEP))
             });
     }
 
@@ -615,7 +638,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return true;
         }
         // As in `revoke_and_decide`.
-        let old = self.state.fetch_and(!FAST, Ordering::SeqCst);
+        let old = self.state.fetch_and(!FAST, Ordering::Relaxed);
         if old & SYM == 0 {
             P::heavy_fence();
         } else {
@@ -779,6 +802,12 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         );
         if cur & (DEPTH_MASK | UNDERLYING) == ONE_DEPTH {
             release_slot::<P>(slot);
+        } else if cur & (DEPTH_MASK | UNDERLYING) == UNDERLYING | ONE_DEPTH {
+            // Relaxed: the underlying unlock below is the Release.
+            slot.word().store(0, Ordering::Relaxed);
+            // SAFETY: `UNDERLYING` marks a slot whose owner (us) holds the
+            // underlying read lock; its guard state is `GuardSend`.
+            unsafe { self.inner.unlock_shared(GuardSend::new()) };
         } else {
             // SAFETY: `slot` is ours and records a read of this lock.
             unsafe { self.unlock_shared_recorded(slot, cur) };

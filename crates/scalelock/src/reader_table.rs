@@ -224,6 +224,8 @@ pub struct ReaderTable {
     revocation_ns: AtomicU32,
     /// Key of the platform whose locks use this table (0: not bound yet).
     platform: AtomicU64,
+    /// Tests: every asymmetric revocation switches to the symmetric mode.
+    force_symmetric: AtomicU8,
 }
 
 /// Largest adaptive inhibition multiplier.
@@ -271,6 +273,7 @@ impl ReaderTable {
             multiplier: AtomicU8::new(clamp_multiplier(multiplier)),
             revocation_ns: AtomicU32::new(0),
             platform: AtomicU64::new(0),
+            force_symmetric: AtomicU8::new(0),
         }
     }
 
@@ -290,6 +293,7 @@ impl ReaderTable {
             multiplier: AtomicU8::new(clamp_multiplier(multiplier)),
             revocation_ns: AtomicU32::new(0),
             platform: AtomicU64::new(0),
+            force_symmetric: AtomicU8::new(0),
         }
     }
 
@@ -341,6 +345,20 @@ impl ReaderTable {
     pub(crate) fn record_revocation(&self, ns: u64) {
         self.revocation_ns
             .store(ns.min(u64::from(u32::MAX)) as u32, Ordering::Relaxed);
+    }
+
+    /// Test support (model checks, which have no clock to measure a
+    /// revocation's cost by): every asymmetric revocation of this table's
+    /// locks switches them to the symmetric mode.
+    #[doc(hidden)]
+    pub fn force_symmetric(&self) {
+        self.force_symmetric.store(1, Ordering::Relaxed);
+    }
+
+    /// Whether `force_symmetric` was called.
+    #[inline]
+    pub(crate) fn forced_symmetric(&self) -> bool {
+        self.force_symmetric.load(Ordering::Relaxed) != 0
     }
 
     /// Binds the table to platform `P` on first use.
