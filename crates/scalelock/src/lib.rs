@@ -15,6 +15,24 @@
 //! sleeps and wakes is the [`platform::Platform`] trait, implemented for
 //! Linux user space by [`platform::StdPlatform`] (feature `std`, default).
 //!
+//! # Not supported
+//! - **Locking from a signal handler** that interrupted the same thread
+//!   inside one of these locks: the handler would reuse the thread's queue
+//!   node (`QSpinLock`, `QRwLock`'s queue) or its reader slot and recursion
+//!   record (`PerCpuRwLock`), and corrupt the interrupted wait. (Linux's
+//!   qspinlock has one node per nesting context for this; a kernel platform
+//!   can do the same, see [`platform`].)
+//! - **Sharing a lock between processes** (`MAP_SHARED` memory): futexes are
+//!   private (`FUTEX_PRIVATE_FLAG`), `membarrier` covers this process only,
+//!   and queue nodes, reader slots and parking buckets live in each
+//!   process's own memory.
+//! - **`fork` with a lock held** (or waited on) by another thread: the
+//!   child has only the forking thread, so a lock held or queued on by
+//!   others stays so forever in the child, as with any mutex. The child may
+//!   use locks that were free at the fork.
+//! - **Calling [`RefreshOnce::refresh`] from inside its own update**: it
+//!   waits for itself.
+//!
 //! # Seeing what the locks do
 //! Locks belong to [lock classes](LockClass) (Linux's idea): a `static`
 //! class, the construction site, or by default their type. Two optional

@@ -19,8 +19,19 @@
 //! finish (its result was computed from a time before the caller came, so it
 //! does not count) and then for the next one, and never for a third. All
 //! callers that arrive during one update are served by the *same* next
-//! update. (An update whose `f` panics does not count: it completes nothing,
-//! and its waiters wait for the update that replaces it.)
+//! update.
+//!
+//! **An update whose `f` panics** does not count: it completes nothing, and
+//! its waiters wait for the update that replaces it. A caller that arrived
+//! during the panicking update was waiting for the update after it; that
+//! one now completes the generation the panicking one should have, so the
+//! caller waits for one more: after a panic, a caller may wait for the
+//! update in progress at its arrival (abandoned), the replacement, and the
+//! one after — never more, and only around a panic.
+//!
+//! **Not supported**: calling `refresh` on the same `RefreshOnce` from
+//! inside its own `f` (the update waits for itself: a deadlock, as with
+//! re-locking a non-recursive mutex).
 //!
 //! # The words
 //!

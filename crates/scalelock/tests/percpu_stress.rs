@@ -356,3 +356,75 @@ fn downgrade_under_load() {
     }
     s.check();
 }
+
+/// More reading threads than reader slots (80 against 64): the threads
+/// without a slot read through the underlying lock, and read recursively
+/// (two and three deep) while writers queue. A nested read must never wait
+/// behind a writer that waits for the outer read: every thread finishes
+/// within the watchdog, and readers and writers still exclude each other.
+#[test]
+fn nested_reads_without_slots_pass_queued_writers() {
+    if cfg!(miri) {
+        return;
+    }
+    static MANY: ReaderTable = ReaderTable::new();
+    let s = Shared::new(RawPerCpuRwLock::with_table(&MANY));
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(std::sync::Barrier::new(81));
+    let mut handles = Vec::new();
+    for r in 0..80 {
+        let (s, stop, started) = (s.clone(), stop.clone(), started.clone());
+        handles.push(thread::spawn(move || {
+            // Every thread holds a read while the others start, so that
+            // all 80 are alive at once and 16 of them find no slot.
+            s.read(|| {
+                started.wait();
+            });
+            let mut i = r;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                s.read(|| {
+                    // Give a writer time to queue between the outer read and
+                    // the nested one.
+                    thread::yield_now();
+                    s.read(|| {
+                        if i % 3 == 0 {
+                            s.read(|| thread::yield_now());
+                        }
+                    });
+                });
+            }
+        }));
+    }
+    started.wait();
+    {
+        let (s, stop) = (s.clone(), stop.clone());
+        handles.push(thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                s.write();
+                thread::sleep(Duration::from_micros(50));
+            }
+        }));
+    }
+    thread::sleep(RUN);
+    stop.store(true, Ordering::Relaxed);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for h in &handles {
+        while !h.is_finished() {
+            assert!(
+                Instant::now() < deadline,
+                "a nested read waits behind a writer: {:?}",
+                s.lock
+            );
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+    for h in handles {
+        h.join().unwrap();
+    }
+    s.check();
+    assert!(
+        s.writes.load(Ordering::Relaxed) > 0,
+        "writers made progress"
+    );
+}
