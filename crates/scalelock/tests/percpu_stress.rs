@@ -389,7 +389,7 @@ fn nested_reads_without_slots_pass_queued_writers() {
                     thread::yield_now();
                     s.read(|| {
                         if i % 3 == 0 {
-                            s.read(|| thread::yield_now());
+                            s.read(thread::yield_now);
                         }
                     });
                 });
