@@ -73,7 +73,7 @@ pub struct BenchArgs {
     #[arg(long = "kv-writes", value_name = "I:U:R", default_value_t = KvMix::READ_HEAVY, value_parser = KvMix::parse)]
     pub kv_writes: KvMix,
     /// Seconds per run.
-    #[arg(long, default_value_t = 0.5, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 0.2, value_name = "SECONDS")]
     pub runtime: f64,
     /// Units of work inside each critical section (`lock` workload).
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -88,8 +88,8 @@ pub struct BenchArgs {
     #[arg(long, short)]
     pub quiet: bool,
     /// Rounds: the lock list runs round-robin this many times per
-    /// configuration; the summary shows the median.
-    #[arg(long, default_value_t = 1, value_name = "R")]
+    /// configuration; the summary shows the median of the per-round ratios.
+    #[arg(long, default_value_t = 3, value_name = "R")]
     pub rounds: u32,
     /// Do not draw the SVG/PNG charts.
     #[arg(long)]

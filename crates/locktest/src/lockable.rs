@@ -307,7 +307,7 @@ macro_rules! lock_api_rwlock {
 
 lock_api_mutex!(scalelock::RawQSpinLock, [FAIR], debug);
 lock_api_rwlock!(scalelock::RawQRwLock, [UPGRADE, DOWNGRADE], debug);
-lock_api_rwlock!(scalelock::RawPerCpuRwLock, [DOWNGRADE], debug);
+lock_api_rwlock!(scalelock::RawPerCpuRwLock, [UPGRADE, DOWNGRADE], debug);
 lock_api_mutex!(parking_lot::RawMutex, [FAIR, TIMED], plain);
 lock_api_mutex!(parking_lot::RawFairMutex, [FAIR, TIMED], plain);
 lock_api_rwlock!(

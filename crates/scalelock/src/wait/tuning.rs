@@ -161,7 +161,7 @@ const NATIVE: Tuning = Tuning {
     pc_sym_cost_ns: 2_000,
     pc_wasted_factor: 4,
     pc_dense_ns: 300,
-    pc_dense_window_ns: 50_000,
+    pc_dense_window_ns: 1_000_000,
     pc_rare_ns: 500_000,
 
     rf_poll_relaxes: 4,
@@ -207,7 +207,7 @@ const LOOM: Tuning = Tuning {
     pc_sym_cost_ns: 2_000,
     pc_wasted_factor: 4,
     pc_dense_ns: 300,
-    pc_dense_window_ns: 50_000,
+    pc_dense_window_ns: 1_000_000,
     pc_rare_ns: 500_000,
 
     rf_poll_relaxes: 4,
