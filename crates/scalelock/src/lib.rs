@@ -82,6 +82,6 @@ pub use crate::seqlock::{NoUninit, SeqLock, SeqLockWriteGuard};
 /// Test support, not part of the API.
 #[doc(hidden)]
 pub mod __test {
-    #[cfg(all(feature = "std", not(loom)))]
+    #[cfg(all(feature = "std", not(any(loom, shuttle))))]
     pub use crate::platform::hog_queue_nodes;
 }

@@ -185,10 +185,10 @@ pub(crate) const UNDERLYING: u64 = 1 << 15;
 /// Longest stamp interval that compares exactly (half the 16-bit range).
 const MAX_STAMP_UNITS: u64 = 1 << 14;
 
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-#[cfg(loom)]
-loom::lazy_static! {
+#[cfg(any(loom, shuttle))]
+crate::sync::model_lazy_static! {
     static ref NEXT_ID: AtomicU64 = AtomicU64::new(1);
 }
 

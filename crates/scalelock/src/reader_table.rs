@@ -56,8 +56,9 @@ use crate::platform::Platform;
 use crate::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 /// Reader slots per table: the most reader contexts that can use the fast
-/// path at once. (Four under loom, to keep models small.)
-pub const SLOTS: usize = if cfg!(loom) { 4 } else { 64 };
+/// path at once. (Four under loom and shuttle, to keep models small and
+/// let a handful of model threads outnumber the slots.)
+pub const SLOTS: usize = if cfg!(any(loom, shuttle)) { 4 } else { 64 };
 
 /// Registered tables: index 0 (the default table) plus 63 user tables.
 pub(crate) const MAX_TABLES: usize = 64;
@@ -434,14 +435,15 @@ impl core::fmt::Debug for ReaderTable {
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 static DEFAULT: ReaderTable = ReaderTable::new();
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 static REGISTRY: [AtomicPtr<ReaderTable>; MAX_TABLES] =
     [const { AtomicPtr::new(ptr::null_mut()) }; MAX_TABLES];
 
-#[cfg(loom)]
-loom::lazy_static! {
+// Model checkers: fresh for every model execution (see `sync`).
+#[cfg(any(loom, shuttle))]
+crate::sync::model_lazy_static! {
     static ref DEFAULT: ReaderTable = ReaderTable::new();
     static ref REGISTRY: [AtomicPtr<ReaderTable>; MAX_TABLES] =
         core::array::from_fn(|_| AtomicPtr::new(ptr::null_mut()));
@@ -503,7 +505,7 @@ pub(crate) fn table_at(index: usize) -> &'static ReaderTable {
 }
 
 /// Whether slot `index` is free in every registered table (thread exit).
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
 fn all_free(index: usize) -> bool {
     (0..MAX_TABLES).all(|t| {
         let table = if t == 0 {
@@ -593,7 +595,7 @@ impl HeldReads {
 /// writing (or naming a lock in) that slot, so the index is then retired for
 /// good (a forgotten guard holds its lock forever anyway). `bound` is the
 /// high-water mark of indices ever handed out: writers scan `0..bound`.
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
 pub(crate) mod thread_slot {
     use core::cell::Cell;
 
@@ -710,19 +712,20 @@ pub(crate) mod thread_slot {
     }
 }
 
-/// Per-model-thread slot indices under loom: handed out in order, never
-/// reused (models have a handful of threads).
-#[cfg(loom)]
+/// Per-model-thread slot indices under loom and shuttle: handed out in
+/// order, never reused (models have a handful of threads; model threads
+/// past `SLOTS` read through the underlying lock).
+#[cfg(any(loom, shuttle))]
 pub(crate) mod thread_slot {
     use core::cell::Cell;
 
     use super::SLOTS;
     use crate::sync::atomic::{AtomicUsize, Ordering};
 
-    loom::lazy_static! {
+    crate::sync::model_lazy_static! {
         static ref NEXT: AtomicUsize = AtomicUsize::new(0);
     }
-    loom::thread_local! {
+    crate::sync::model_thread_local! {
         static INDEX: Cell<usize> = Cell::new(usize::MAX);
     }
 

@@ -279,19 +279,19 @@ impl<T> core::ops::Deref for Line<T> {
 
 impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
     /// Holds `value`, generation 0, in the `RefreshOnce` type class.
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, shuttle)))]
     pub const fn new(value: T) -> Self {
         Self::with_class(value, ClassRef::TYPE)
     }
 
     /// Holds `value`, generation 0, in the `RefreshOnce` type class.
-    #[cfg(loom)]
+    #[cfg(any(loom, shuttle))]
     pub fn new(value: T) -> Self {
         Self::with_class(value, ClassRef::TYPE)
     }
 
     /// Holds `value`, generation 0, in lock class `class`.
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, shuttle)))]
     pub const fn with_class(value: T, class: ClassRef) -> Self {
         Self {
             state: Line(AtomicU32::new(0)),
@@ -301,7 +301,7 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
     }
 
     /// Holds `value`, generation 0, in lock class `class`.
-    #[cfg(loom)]
+    #[cfg(any(loom, shuttle))]
     pub fn with_class(value: T, class: ClassRef) -> Self {
         Self {
             state: Line(AtomicU32::new(0)),

@@ -124,15 +124,16 @@ unsafe impl<T: NoUninit, const N: usize> NoUninit for [T; N] {}
 const WORD: usize = size_of::<usize>();
 
 /// The value's storage: `WORDS` `usize` chunks, then `TAIL` bytes.
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 #[repr(C)]
 struct Cells<T> {
     _align: [usize; 0],
     value: core::cell::UnsafeCell<MaybeUninit<T>>,
 }
 
-/// Under loom the chunks are loom atomics, so the model sees every access.
-#[cfg(loom)]
+/// Under loom and shuttle the chunks are the checker's atomics, so the model
+/// sees every access (neither can view memory as an atomic in place).
+#[cfg(any(loom, shuttle))]
 struct Cells<T> {
     words: std::boxed::Box<[AtomicUsize]>,
     bytes: std::boxed::Box<[AtomicU8]>,
@@ -143,7 +144,7 @@ impl<T: NoUninit> Cells<T> {
     const WORDS: usize = size_of::<T>() / WORD;
     const TAIL: usize = size_of::<T>() % WORD;
 
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, shuttle)))]
     const fn new(value: T) -> Self {
         Self {
             _align: [],
@@ -151,7 +152,7 @@ impl<T: NoUninit> Cells<T> {
         }
     }
 
-    #[cfg(loom)]
+    #[cfg(any(loom, shuttle))]
     fn new(value: T) -> Self {
         let cells = Self {
             words: (0..Self::WORDS).map(|_| AtomicUsize::new(0)).collect(),
@@ -162,7 +163,7 @@ impl<T: NoUninit> Cells<T> {
         cells
     }
 
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, shuttle)))]
     #[inline]
     fn word(&self, i: usize) -> &AtomicUsize {
         debug_assert!(i < Self::WORDS);
@@ -173,7 +174,7 @@ impl<T: NoUninit> Cells<T> {
         unsafe { AtomicUsize::from_ptr(self.value.get().cast::<usize>().add(i)) }
     }
 
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, shuttle)))]
     #[inline]
     fn byte(&self, j: usize) -> &AtomicU8 {
         debug_assert!(j < Self::TAIL);
@@ -182,12 +183,12 @@ impl<T: NoUninit> Cells<T> {
         unsafe { AtomicU8::from_ptr(self.value.get().cast::<u8>().add(Self::WORDS * WORD + j)) }
     }
 
-    #[cfg(loom)]
+    #[cfg(any(loom, shuttle))]
     fn word(&self, i: usize) -> &AtomicUsize {
         &self.words[i]
     }
 
-    #[cfg(loom)]
+    #[cfg(any(loom, shuttle))]
     fn byte(&self, j: usize) -> &AtomicU8 {
         &self.bytes[j]
     }
@@ -250,19 +251,19 @@ unsafe impl<T: NoUninit + Send, P: Platform> Send for SeqLock<T, P> {}
 
 impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// A seqlock holding `value`, in the `SeqLock` type class.
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, shuttle)))]
     pub const fn new(value: T) -> Self {
         Self::with_class(value, ClassRef::TYPE)
     }
 
     /// A seqlock holding `value`, in the `SeqLock` type class.
-    #[cfg(loom)]
+    #[cfg(any(loom, shuttle))]
     pub fn new(value: T) -> Self {
         Self::with_class(value, ClassRef::TYPE)
     }
 
     /// A seqlock holding `value`, in lock class `class`.
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, shuttle)))]
     pub const fn with_class(value: T, class: ClassRef) -> Self {
         Self {
             seq: AtomicUsize::new(0),
@@ -274,7 +275,7 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     }
 
     /// A seqlock holding `value`, in lock class `class`.
-    #[cfg(loom)]
+    #[cfg(any(loom, shuttle))]
     pub fn with_class(value: T, class: ClassRef) -> Self {
         Self {
             seq: AtomicUsize::new(0),

@@ -13,7 +13,8 @@
 //! - [`SpinPlatform`] (always available): pure spinning, no queue nodes. It is
 //!   the default when `std` is off and the fallback a bare-metal user starts
 //!   from.
-//! - a loom platform under `cfg(loom)` for the model checks.
+//! - a loom platform under `cfg(loom)` for the model checks, and a shuttle
+//!   platform under `cfg(shuttle)` for the randomized schedules.
 //!
 //! # Plugging in a kernel or hypervisor
 //! Implement [`Platform`] for a zero-sized type and name it as the lock's
@@ -35,16 +36,16 @@ use crate::sync::atomic::AtomicU32;
 mod spin;
 pub use self::spin::SpinPlatform;
 
-#[cfg(any(all(feature = "std", not(loom)), loom))]
+#[cfg(any(all(feature = "std", not(any(loom, shuttle))), loom))]
 mod fence_mode;
 
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
 mod std_impl;
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
 pub use self::std_impl::StdPlatform;
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
 pub use self::std_impl::asymmetric_fences_active;
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
 pub use self::std_impl::hog_queue_nodes;
 
 #[cfg(loom)]
@@ -52,15 +53,23 @@ mod loom_impl;
 #[cfg(loom)]
 pub use self::loom_impl::LoomPlatform;
 
+#[cfg(shuttle)]
+mod shuttle_impl;
+#[cfg(shuttle)]
+pub use self::shuttle_impl::ShuttlePlatform;
+
 /// The platform the lock aliases (`QSpinLock<T>`, ...) use.
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
 pub type DefaultPlatform = StdPlatform;
 /// The platform the lock aliases (`QSpinLock<T>`, ...) use.
-#[cfg(all(not(feature = "std"), not(loom)))]
+#[cfg(all(not(feature = "std"), not(any(loom, shuttle))))]
 pub type DefaultPlatform = SpinPlatform;
 /// The platform the lock aliases (`QSpinLock<T>`, ...) use.
 #[cfg(loom)]
 pub type DefaultPlatform = LoomPlatform;
+/// The platform the lock aliases (`QSpinLock<T>`, ...) use.
+#[cfg(shuttle)]
+pub type DefaultPlatform = ShuttlePlatform;
 
 /// Per-context scratch state that the waiting layer keeps; a platform stores
 /// one per waiting context and hands it out with [`Platform::with_local`].

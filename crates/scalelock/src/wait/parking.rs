@@ -43,7 +43,7 @@ pub(crate) struct Bucket {
     parked: AtomicU32,
 }
 
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 static TABLE: [Bucket; BUCKETS] = [const {
     Bucket {
         seq: AtomicU32::new(0),
@@ -51,8 +51,9 @@ static TABLE: [Bucket; BUCKETS] = [const {
     }
 }; BUCKETS];
 
-#[cfg(loom)]
-loom::lazy_static! {
+// Model checkers: fresh for every model execution (see `sync`).
+#[cfg(any(loom, shuttle))]
+crate::sync::model_lazy_static! {
     static ref TABLE: [Bucket; BUCKETS] = core::array::from_fn(|_| Bucket {
         seq: AtomicU32::new(0),
         parked: AtomicU32::new(0),

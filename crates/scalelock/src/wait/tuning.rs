@@ -220,5 +220,11 @@ const LOOM: Tuning = Tuning {
     rf_head_spin_polls: 0,
 };
 
-/// The table in force: [`NATIVE`] normally, [`LOOM`] under `cfg(loom)`.
-pub(crate) const TUNING: Tuning = if cfg!(loom) { LOOM } else { NATIVE };
+/// The table in force: [`NATIVE`] normally, [`LOOM`] under `cfg(loom)` and
+/// `cfg(shuttle)` (model checkers: short budgets, so that schedules reach
+/// the sleeping paths).
+pub(crate) const TUNING: Tuning = if cfg!(any(loom, shuttle)) {
+    LOOM
+} else {
+    NATIVE
+};
