@@ -88,7 +88,8 @@
 //! - `SYM`: the symmetric mode (see above).
 //! - `FAST`: the reader bias. Set only by someone holding the underlying
 //!   lock (a slow reader, or a writer at unlock); cleared only by a writer
-//!   holding it exclusively (or an upgradable reader about to upgrade).
+//!   holding it exclusively (an upgrade revokes only once the underlying
+//!   upgrade made it exclusive).
 //!
 //! A slot word is `id | UNDERLYING | depth` (see `reader_table`).
 //!
@@ -138,8 +139,10 @@
 //! # Upgradable reads
 //! An upgradable read takes the underlying lock's upgradable read (it holds
 //! the queue lock, so at most one exists, and excludes writers, while plain
-//! readers, fast and slow, go on). `upgrade` revokes the bias first (fast
-//! readers must drain) and then upgrades the underlying lock.
+//! readers, fast and slow, go on). `upgrade` first upgrades the underlying
+//! lock (slow readers drain, new ones queue) and only then revokes the bias
+//! (fast readers drain): revoking earlier would let a slow reader that is
+//! still inside re-enable the bias behind the revocation's back.
 //!
 //! # What is not supported
 //! Reading from a signal handler that interrupted a read section of the same
@@ -361,9 +364,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 
     /// An inhibited read with the thread's slot free: the underlying read
-    /// lock, recorded in the slot. `s` is the state read before: a window
-    /// end seen stale only makes the bias come back a little early, which a
-    /// holder of the underlying lock may do at any time.
+    /// lock, recorded in the slot. `s` is the state read before queueing:
+    /// if a writer moved it meanwhile, the re-enabling CAS fails and the
+    /// writer's decision stands.
     #[inline(never)]
     fn read_inhibited(&self, s: u64, slot: &'static Slot, wait: bool) -> Option<PerCpuReadToken> {
         // A read of this lock recorded in the thread-local list (taken while
@@ -378,7 +381,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             let _ = self.inner.try_lock_shared()?;
         }
         if slot.count_slow_read(TUNING.pc_clock_every) && since_stamp(s, P::now_ns()) >= 0 {
-            self.reenable();
+            self.reenable(s);
         }
         // Relaxed: while we hold the underlying read lock no writer scans;
         // the clear before our unlock is ordered by it.
@@ -392,8 +395,15 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// Acquire re-load of the state: they happen after our acquisition,
     /// hence after the last writer.
     #[cold]
-    fn reenable(&self) {
-        self.state.fetch_or(FAST, Ordering::Release);
+    fn reenable(&self, judged: u64) {
+        // Only from the state we judged: a state that moved meanwhile was
+        // moved by a writer's decision, which wins.
+        let _ = self.state.compare_exchange(
+            judged,
+            judged | FAST,
+            Ordering::Release,
+            Ordering::Relaxed,
+        );
     }
 
     /// With the underlying read lock held and `slot` (ours) free: maybe
@@ -420,7 +430,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             && mine.is_none_or(|m| m.count_slow_read(TUNING.pc_clock_every))
             && since_stamp(s, P::now_ns()) >= 0
         {
-            self.reenable();
+            self.reenable(s);
         }
     }
 
@@ -518,8 +528,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
     }
 
-    /// With the underlying lock held exclusively (or upgradable, about to
-    /// upgrade): clears `FAST` if set and waits until no slot names this
+    /// With the underlying lock held exclusively: clears `FAST` if set and waits until no slot names this
     /// lock; returns the state the next unlock should leave.
     fn revoke_and_decide(&self) -> u64 {
         self.ensure_id();
@@ -688,12 +697,16 @@ fn wake_slot<P: Platform>(slot: &'static Slot) {
     unpark_all::<P>(slot.park_addr());
 }
 
-/// Waits while `slot` names the lock `id` (spin, then park on the slot).
+/// Waits while `slot` holds a fast read of the lock `id` (spin, then park on
+/// the slot). A slow read recorded in a slot (`UNDERLYING`) is the
+/// underlying lock's business: it is not waited for here, and its unlock
+/// wakes nobody on the slot.
 fn wait_slot<P: Platform>(slot: &Slot, id: u64) {
+    let fast_read_of = |word: u64| word & (ID_MASK | UNDERLYING) == id;
     let mut backoff = Backoff::new();
     loop {
         // Acquire pairs with the reader's Release slot store.
-        if slot.word().load(Ordering::Acquire) & ID_MASK != id {
+        if !fast_read_of(slot.word().load(Ordering::Acquire)) {
             return;
         }
         if backoff.steps() < TUNING.pc_writer_steps {
@@ -706,7 +719,7 @@ fn wait_slot<P: Platform>(slot: &Slot, id: u64) {
         P::heavy_fence();
         let ticket = park_prepare(slot.park_addr());
         // Acquire as above.
-        if slot.word().load(Ordering::Acquire) & ID_MASK == id {
+        if fast_read_of(slot.word().load(Ordering::Acquire)) {
             park::<P>(ticket);
         }
         slot.waiters().fetch_sub(1, Ordering::Relaxed);
@@ -825,11 +838,13 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
     #[inline]
     fn try_lock_exclusive(&self) -> Option<PerCpuWriteToken> {
         let _ = self.inner.try_lock_exclusive()?;
+        self.ensure_id();
+        let before = self.state.load(Ordering::Relaxed);
         if self.try_revoke() {
-            // Whatever the mode was, `try_revoke` left FAST clear; come back
-            // the way the lock was (a failed try must not move the mode).
-            let s = self.state.load(Ordering::Relaxed);
-            return Some(PerCpuWriteToken { next: s | FAST });
+            // `try_revoke` left FAST clear; unlock comes back to the mode
+            // the lock was in (a try, which waited for no one, decides
+            // nothing).
+            return Some(PerCpuWriteToken { next: before });
         }
         // SAFETY: we took the underlying write lock above.
         unsafe { self.inner.unlock_exclusive(GuardSend::new()) };
@@ -909,9 +924,9 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawPerCpuRwLock<P> {
 
 // SAFETY: an upgradable read holds the underlying lock's upgradable read,
 // which excludes writers and other upgradable readers; `upgrade` first
-// revokes the bias (waiting out fast readers, as a writer does) and then
-// upgrades the underlying lock, so it ends with everything a write lock
-// holds. Forgetting the guard leaves the underlying upgradable read held.
+// upgrades the underlying lock (no slow reader is left, so nobody but us can
+// set FAST) and then revokes the bias as a writer does, so it ends with
+// everything a write lock holds. Forgetting the guard leaves the underlying upgradable read held.
 unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
     type UpgradableGuard = <RawQRwLock<P> as RawRwLockUpgrade>::UpgradableGuard;
 
@@ -931,36 +946,40 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
     }
 
     unsafe fn upgrade(&self, guard: Self::UpgradableGuard) -> PerCpuWriteToken {
-        // Holding the upgradable read excludes writers, so we may clear FAST
-        // and wait out the fast readers as a writer would; then the
-        // underlying upgrade waits out the slow readers.
-        let next = self.revoke_and_decide();
+        // The underlying upgrade first: it waits out the slow readers and
+        // keeps new ones out. Only then may we revoke. Revoking while slow
+        // readers still run would let one of them re-enable the bias after
+        // our scan (a slow reader may set FAST once the inhibition window
+        // is over), and fast readers would then share our write.
         // SAFETY: the guard came from `lock_upgradable` (caller's contract).
         let _ = unsafe { self.inner.upgrade(guard) };
-        PerCpuWriteToken { next }
+        PerCpuWriteToken {
+            next: self.revoke_and_decide(),
+        }
     }
 
     unsafe fn try_upgrade(
         &self,
         guard: Self::UpgradableGuard,
     ) -> Result<PerCpuWriteToken, Self::UpgradableGuard> {
-        if !self.try_revoke() {
+        // As in `upgrade`: exclusive first (keeping the queue lock, so that
+        // we can step back to the upgradable read), then the revocation.
+        // SAFETY: the guard came from `lock_upgradable` (caller's contract).
+        if !unsafe { self.inner.try_upgrade_keeping_queue() } {
             return Err(guard);
         }
-        // SAFETY: the guard came from `lock_upgradable` (caller's contract).
-        match unsafe { self.inner.try_upgrade(guard) } {
-            Ok(_) => {
-                let s = self.state.load(Ordering::Relaxed);
-                Ok(PerCpuWriteToken { next: s | FAST })
-            }
-            Err(guard) => {
-                // Slow readers remain: give the bias back (we still hold the
-                // upgradable read, so no writer is inside). Release as in
-                // `try_revoke`.
-                self.state.fetch_or(FAST, Ordering::Release);
-                Err(guard)
-            }
+        let before = self.state.load(Ordering::Relaxed);
+        if self.try_revoke() {
+            // SAFETY: the guard is the upgradable read's, now a write.
+            unsafe { self.inner.finish_upgrade(guard) };
+            // A try leaves the mode as it found it.
+            return Ok(PerCpuWriteToken { next: before });
         }
+        // Fast readers are inside (`try_revoke` gave the bias back): back to
+        // the upgradable read.
+        // SAFETY: we took the write by `try_upgrade_keeping_queue` above.
+        unsafe { self.inner.undo_upgrade() };
+        Err(guard)
     }
 }
 

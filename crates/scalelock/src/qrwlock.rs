@@ -662,6 +662,50 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawQRwLock<P> {
 // most one exists and it excludes writers (invariant 3); `upgrade` takes
 // W_LOCKED with an Acquire cmpxchg only once every other reader left, after
 // their Release `fetch_sub`s. Forgetting the guard leaves both held.
+impl<P: Platform> RawQRwLock<P> {
+    /// `try_upgrade` in two steps, for a wrapper that must check something
+    /// of its own once the lock is exclusive (`PerCpuRwLock`'s fast
+    /// readers): takes `W_LOCKED` if we are the only reader, keeping
+    /// `wait_lock`. Then either `finish_upgrade` or `undo_upgrade`.
+    ///
+    /// # Safety
+    /// The caller holds an upgradable read of this lock.
+    pub(crate) unsafe fn try_upgrade_keeping_queue(&self) -> bool {
+        // As in `try_upgrade`: the word is exactly ONE_READER iff we are the
+        // only reader. Acquire pairs with the other readers' Release
+        // `fetch_sub`.
+        self.cnts
+            .compare_exchange(ONE_READER, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Completes `try_upgrade_keeping_queue`: releases `wait_lock`.
+    ///
+    /// # Safety
+    /// `guard` is the upgradable read's, upgraded by
+    /// `try_upgrade_keeping_queue`.
+    pub(crate) unsafe fn finish_upgrade(&self, guard: WaitGuard<P>) {
+        // SAFETY: an upgradable guard is the `wait_lock` guard.
+        unsafe { self.wait_lock.unlock(guard) };
+    }
+
+    /// Steps back from `try_upgrade_keeping_queue` to the upgradable read
+    /// (still holding `wait_lock`).
+    ///
+    /// # Safety
+    /// The caller took the write with `try_upgrade_keeping_queue` and has
+    /// not finished it.
+    pub(crate) unsafe fn undo_upgrade(&self) {
+        // One RMW trades W_LOCKED for our reader count. Nobody sleeps on the
+        // word (only the `wait_lock` holder, us, would), so nobody to wake;
+        // fast readers spinning on W_LOCKED see it clear and are in.
+        // Release pairs with their Acquire: our write section (empty, but
+        // the wrapper's) happens before their reads.
+        self.cnts
+            .fetch_add(ONE_READER.wrapping_sub(W_LOCKED), Ordering::Release);
+    }
+}
+
 unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
     type UpgradableGuard = WaitGuard<P>;
 

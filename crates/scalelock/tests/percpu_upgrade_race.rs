@@ -1,18 +1,15 @@
 //! `PerCpuRwLock::upgradable_read` + `upgrade` against concurrent readers,
 //! on real threads: after `upgrade` returns, no reader may be inside.
 //!
-//! Ignored: it fails on today's code (a reproduction of the bug shuttle
-//! found, `tests/shuttle_locks.rs`, `percpu_upgrade_vs_slow_readers`).
-//! `upgrade` revokes the bias (clears `FAST`, waits out fast readers) while
-//! it holds only the underlying upgradable read, so readers that arrive then
-//! still get the underlying *read* lock (slow path); such a slow reader's
-//! `maybe_reenable` sets `FAST` again (it assumes that holding the
-//! underlying read lock means no writer is revoking), fast readers enter
-//! through their slots, and the underlying upgrade, which waits only for
-//! the underlying readers, returns with fast readers inside.
-//!
-//! Run: `cargo test -p scalelock --release --test percpu_upgrade_race --
-//! --ignored`
+//! This failed within a second before the fix (a reproduction of the bug
+//! shuttle found, `tests/shuttle_locks.rs`, `percpu_upgrade_vs_slow_readers`):
+//! `upgrade` revoked the bias (cleared `FAST`, waited out fast readers)
+//! while it held only the underlying upgradable read, so readers arriving
+//! then still got the underlying *read* lock (slow path); such a slow
+//! reader's `maybe_reenable` set `FAST` again, fast readers entered through
+//! their slots, and the underlying upgrade, which waits only for the
+//! underlying readers, returned with fast readers inside. Now `upgrade`
+//! upgrades the underlying lock first and revokes after.
 #![cfg(not(any(loom, shuttle)))]
 
 use std::sync::Arc;
@@ -24,8 +21,21 @@ use lock_api::RwLockUpgradableReadGuard;
 use scalelock::PerCpuRwLock;
 
 #[test]
-#[ignore = "fails: a slow reader re-enables the bias while `upgrade` revokes it, so fast readers are inside after `upgrade`"]
 fn upgrade_excludes_readers() {
+    upgrades_exclude_readers(|g| Some(RwLockUpgradableReadGuard::upgrade(g)));
+}
+
+/// `try_upgrade`: takes the write only if no reader, fast or slow, is left,
+/// and a failed try leaves the upgradable read (and the readers) as they were.
+#[test]
+fn try_upgrade_excludes_readers() {
+    upgrades_exclude_readers(|g| RwLockUpgradableReadGuard::try_upgrade(g).ok());
+}
+
+type Upgradable<'a> = RwLockUpgradableReadGuard<'a, scalelock::RawPerCpuRwLock, u64>;
+type Write<'a> = lock_api::RwLockWriteGuard<'a, scalelock::RawPerCpuRwLock, u64>;
+
+fn upgrades_exclude_readers(upgrade: impl Fn(Upgradable<'_>) -> Option<Write<'_>>) {
     let lock = Arc::new(PerCpuRwLock::new(0u64));
     let inside = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -47,8 +57,16 @@ fn upgrade_excludes_readers() {
         .collect();
     let start = Instant::now();
     let (mut upgrades, mut overlaps) = (0u64, 0u64);
-    while start.elapsed() < Duration::from_secs(2) && overlaps == 0 {
-        let mut w = RwLockUpgradableReadGuard::upgrade(lock.upgradable_read());
+    // Two seconds, or longer (up to 30 s) until a first upgrade succeeded:
+    // with four readers in a loop a `try_upgrade` rarely finds none inside.
+    let go_on = |upgrades: u64| {
+        let t = start.elapsed();
+        t < Duration::from_secs(2) || (upgrades == 0 && t < Duration::from_secs(30))
+    };
+    while go_on(upgrades) && overlaps == 0 {
+        let Some(mut w) = upgrade(lock.upgradable_read()) else {
+            continue;
+        };
         for _ in 0..50 {
             if inside.load(Ordering::SeqCst) != 0 {
                 overlaps += 1;
@@ -63,6 +81,11 @@ fn upgrade_excludes_readers() {
     for r in readers {
         r.join().unwrap();
     }
+    eprintln!("{upgrades} upgrades in {:?}", start.elapsed());
+    assert!(
+        upgrades > 0,
+        "no upgrade succeeded: the test proved nothing"
+    );
     assert_eq!(
         overlaps, 0,
         "a reader was inside while `upgrade`'s write guard was held (after {upgrades} upgrades)"

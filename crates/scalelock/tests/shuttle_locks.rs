@@ -365,10 +365,7 @@ fn percpu_rwlock_readers_writers() {
             readers: 6,
             writers: 3,
             nests: true,
-            // Off until the upgrade bug (`percpu_upgrade_vs_slow_readers`,
-            // ignored below) is fixed: with it on, this fails within a few
-            // hundred schedules.
-            upgrades: false,
+            upgrades: true,
         };
         rw_mixed(PerCpuRwLock::new, mix)
     });
@@ -528,8 +525,10 @@ fn percpu_upgrade_vs_slow_readers_body() {
     assert_eq!(lock.read().a, 1);
 }
 
+/// Failed within a few hundred schedules before `upgrade` upgraded the
+/// underlying lock before revoking (a slow reader re-enabled the bias
+/// behind the revocation, or the upgrade slept on a slow reader's slot).
 #[test]
-#[ignore = "fails: PerCpuRwLock::upgrade lets readers in (slow readers re-enable the bias) or sleeps for good (slow reads' unlock does not wake the slot)"]
 fn percpu_upgrade_vs_slow_readers() {
     explore(500, 500, percpu_upgrade_vs_slow_readers_body);
 }
