@@ -140,6 +140,9 @@ fn tiny_run_seed_lines_agree_with_json() {
             "1,2",
             "--read-pct",
             "50,100",
+            // One round: the default is three, and each prints its lines.
+            "--rounds",
+            "1",
         ])
         .args([
             "--lock",
@@ -440,7 +443,15 @@ fn busted_lock_ends_in_failure() {
 fn kv_workload_runs_every_rwlock_with_fractional_read_shares() {
     let dir = tempdir("kv");
     let out = locktest()
-        .args(["bench", "--workload", "kv", "--threads", "1,2"])
+        .args([
+            "bench",
+            "--workload",
+            "kv",
+            "--threads",
+            "1,2",
+            "--rounds",
+            "1",
+        ])
         .args([
             "--read-pct",
             "94,99.9",
@@ -506,6 +517,8 @@ fn fractional_read_pct_in_the_lock_workload() {
             "qrwlock,pl-rwlock,pl-mutex",
             "--threads",
             "2",
+            "--rounds",
+            "1",
         ])
         .args([
             "--read-pct",

@@ -8,10 +8,10 @@
 //! # The count word
 //!
 //! ```text
-//!  bit 31 ...................... 5      4        3       2         1          0
-//! +--------------------------------+---------+-------+--------+-----------+----------+
-//! | reader count (ONE_READER=1<<5) | HANDOFF | QUIET | PARKED | W_WAITING | W_LOCKED |
-//! +--------------------------------+---------+-------+--------+-----------+----------+
+//!  bit 31 ...................... 4      3       2         1          0
+//! +--------------------------------+-------+--------+-----------+----------+
+//! | reader count (ONE_READER=1<<4) | QUIET | PARKED | W_WAITING | W_LOCKED |
+//! +--------------------------------+-------+--------+-----------+----------+
 //! ```
 //!
 //! | bits | meaning | set by | cleared by |
@@ -19,8 +19,7 @@
 //! | `W_LOCKED` | a writer holds the lock | a writer's `cmpxchg` (fast path: `0` or `QUIET -> W_LOCKED`; slow path: `W_WAITING -> W_LOCKED`, or a free word `-> W_LOCKED` by the `wait_lock` holder) | the writer's `fetch_sub` (unlock) or `downgrade` |
 //! | `W_WAITING` | the `wait_lock` holder is a writer waiting for the lock to drain: new readers must queue | the writer holding `wait_lock` | the same writer, by the `cmpxchg` that takes `W_LOCKED` |
 //! | `PARKED` | the `wait_lock` holder sleeps in `Platform::wait` on this word | the `wait_lock` holder only | the same thread only |
-//! | `QUIET` | the `wait_lock` holder waits out the running threads' batch (see "Fair and fast: batches"): fast paths still take the lock, releases count | the `wait_lock` holder, on starting to wait | the same thread, by the RMW that claims the lock |
-//! | `HANDOFF` | the batch is over: fast paths must not take the lock; only ever set together with `QUIET` | a thread holding the lock, taken past `QUIET` (`cmpxchg`, only while `QUIET` is set) | the `QUIET` owner, in the same RMW that clears `QUIET` |
+//! | `QUIET` | the `wait_lock` holder waits out the running threads' batch (see "Fair and fast: batches"): fast paths still take the lock | the `wait_lock` holder, on starting to wait | the same thread, by the RMW that claims the lock |
 //! | count | readers holding the lock, plus readers that are about to find out they must queue (they undo their increment) | `fetch_add` by readers | `fetch_sub` by readers |
 //!
 //! Bit 31 (`READER_OVERFLOW`) is the top of the reader count: readers refuse
@@ -34,7 +33,7 @@
 //!    calls `wake_one`.
 //! 2. `W_WAITING` is only set while its writer holds `wait_lock`, so no
 //!    reader can join the count through the slow path while it is set.
-//!    Likewise `QUIET` (and `HANDOFF`, which implies it) is only set while
+//!    Likewise `QUIET` is only set while
 //!    its owner holds `wait_lock` and has not claimed the lock yet; so the
 //!    word never carries `QUIET` together with `W_WAITING` or `PARKED`, and
 //!    an upgradable reader (which holds `wait_lock`) never sees either.
@@ -50,9 +49,8 @@
 //!
 //! # Paths (count the cache lines)
 //! - **Read lock, fast**: one `fetch_add(ONE_READER)` on the count word; if
-//!   neither writer bit nor `HANDOFF` was set, done (with `QUIET` set, after
-//!   counting the batch, see "Fair and fast: batches"). No writer waits, so
-//!   readers never block each other. **Unlock**: one `fetch_sub`.
+//!   no writer bit was set, done (`QUIET` does not stop it, see "Fair and
+//!   fast: batches"). No writer waits, so readers never block each other. **Unlock**: one `fetch_sub`.
 //! - **Write lock, fast**: one `cmpxchg(0 -> W_LOCKED)` (a second one,
 //!   `QUIET -> QUIET | W_LOCKED`, while a waiter waits out a batch).
 //!   **Unlock**: one
@@ -67,17 +65,17 @@
 //!   `W_LOCKED` keeps its increment (no other writer can enter, invariant 3)
 //!   and holds the read lock once it sees `W_LOCKED` clear; a writer
 //!   `cmpxchg`es `0 -> W_LOCKED` when it sees the word 0. Both stop spinning
-//!   as soon as anybody queues (`W_WAITING` or `HANDOFF` set, or `wait_lock`
-//!   held, for the writer), so they pass no queued writer and writers never
-//!   starve.
+//!   as soon as a writer waits (`W_WAITING` set; a writer also stops when
+//!   anybody holds `wait_lock`), so they pass no queued writer and writers
+//!   never starve.
 //! - **Read lock, slow** (a writer holds or waits): undo the increment, queue
 //!   on `wait_lock`, wait out the batch (below), then increment again (in the
-//!   RMW that clears `QUIET` and `HANDOFF`) and wait for `W_LOCKED` to clear,
+//!   RMW that clears `QUIET`) and wait for `W_LOCKED` to clear,
 //!   and release `wait_lock` so the next queued waiter can come in. A stream
 //!   of queued readers thus passes through one after another and then runs
 //!   concurrently; a writer queued behind them waits for them to drain.
 //! - **Write lock, slow**: queue on `wait_lock`, wait out the batch, then in
-//!   one RMW that clears `QUIET` and `HANDOFF` take `W_LOCKED` if the word is
+//!   one RMW that clears `QUIET` take `W_LOCKED` if the word is
 //!   free, or else set `W_WAITING` (newcomer readers now queue behind us, so
 //!   writers never starve), wait until the word is exactly `W_WAITING`,
 //!   `cmpxchg` it to `W_LOCKED`; release `wait_lock`.
@@ -87,27 +85,25 @@
 //! count word's line per operation (at 2 threads and 50% writes, every op).
 //! So, as in `qspinlock`, the running threads keep the lock for a bounded
 //! *batch* while the one thread waiting on the word stays off its line:
-//! - The `wait_lock` holder sets `QUIET` and then polls the word only every
-//!   `QUIET_SPINS` relaxes, yielding in between. Fast paths ignore `QUIET`
-//!   (a writer's second `cmpxchg` takes `QUIET -> QUIET | W_LOCKED`), so the
-//!   running threads go on at uncontended speed.
-//! - It claims the lock when the batch ends: after `BATCH_NS` (or
-//!   `BATCH_POLLS` polls where there is no clock), or when it sees `HANDOFF`,
-//!   or at once when the lock stays free for `SETTLE_SPINS` relaxes (its
-//!   users are gone; a running holder re-takes a free lock sooner).
-//! - A thread whose fast path takes the lock past `QUIET` (it sees `QUIET`
-//!   in the word its RMW replaced) counts the acquisition per thread
-//!   (`Platform::count_batch`); after `BATCH_OPS` in a row it sets `HANDOFF`
-//!   (by `cmpxchg`, only while `QUIET` is set) while it still holds the
-//!   lock. That bounds the batch even when the waiter gets no CPU to see its
-//!   clock run out. (Counting acquisitions, not releases, keeps releases to
-//!   the one RMW: a lock freed by the next owner is never written.)
-//! - With `HANDOFF` set every fast path fails, so the running threads queue
-//!   on `wait_lock` behind the waiter; its claim (one RMW) clears `QUIET` and
-//!   `HANDOFF` and sets `W_WAITING` / its reader increment as above.
+//! - The `wait_lock` holder sets `QUIET` and then polls the word only now
+//!   and then (`QuietPoll`: doubling spun intervals, then timed sleeps).
+//!   Fast paths ignore `QUIET` (a writer's second `cmpxchg` takes
+//!   `QUIET -> QUIET | W_LOCKED`), so the running threads go on at
+//!   uncontended speed.
+//! - It claims the lock when the batch ends: after the tuning table's
+//!   `batch_ns` (or `batch_polls` polls where the platform has no clock,
+//!   see `BatchClock`), or at once when the lock stays free for
+//!   `settle_relaxes` relaxes (its users are gone; a running holder
+//!   re-takes a free lock sooner). Its claim is one RMW that clears `QUIET`
+//!   and sets `W_WAITING` / its reader increment as above; from then on the
+//!   fast paths fail and the running threads queue on `wait_lock` behind it.
+//! - The batch is bounded by the waiter's clock alone, so releases stay one
+//!   RMW and a lock freed by the next owner is never written. A waiter that
+//!   gets no CPU lets the batch run on until it is scheduled; then its
+//!   claim is one RMW, which the running threads cannot outpace for long.
 //!
 //! Bypass is bounded: only fast-path acquirers pass the waiter, and only
-//! while `HANDOFF` is clear (one batch); contended acquirers queue on
+//! while `QUIET` is set (one batch); contended acquirers queue on
 //! `wait_lock` in arrival order. So every queued thread gets the lock within
 //! (queue length x batch), and writers still never starve.
 //!
@@ -143,8 +139,8 @@
 //!   Every write to the word is an RMW, so each release heads a release
 //!   sequence that reaches every later acquirer: a writer synchronizes with
 //!   all readers before it, and readers with the writer before them.
-//! - Undoing a reader increment, setting `W_WAITING`, `PARKED`, `QUIET` and
-//!   `HANDOFF` are Relaxed: they publish no data; `wait_lock`
+//! - Undoing a reader increment, setting `W_WAITING`, `PARKED` and `QUIET`
+//!   are Relaxed: they publish no data; `wait_lock`
 //!   (Acquire/Release) orders the queued waiters among themselves. Claims
 //!   that take the lock (the reader's increment, the writer's `W_LOCKED`) are
 //!   Acquire `cmpxchg`s; all of them are RMWs, so release sequences pass
@@ -412,7 +408,7 @@ impl<P: Platform> RawQRwLock<P> {
         self.reader_leave();
         let wait_guard = self.wait_lock.lock();
         // Let the running threads finish their batch; then join the count
-        // and drop QUIET and HANDOFF in one RMW. Acquire pairs with the last
+        // and drop QUIET in one RMW. Acquire pairs with the last
         // writer's Release unlock (when it is already gone); otherwise
         // `wait_writer_exit` acquires.
         let mut v = self.wait_batch(|v| v & W_LOCKED == 0);
@@ -469,7 +465,7 @@ impl<P: Platform> RawQRwLock<P> {
         }
         let wait_guard = self.wait_lock.lock();
         // Let the running threads finish their batch. Then, in one RMW that
-        // also drops QUIET and HANDOFF: take the lock if it is free, or set
+        // also drops QUIET: take the lock if it is free, or set
         // W_WAITING (from here on newcomer readers queue behind us,
         // invariant 2) and wait for the holders to drain.
         let mut v = self.wait_batch(|v| v & !QUIET == 0);
