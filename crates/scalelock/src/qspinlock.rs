@@ -551,11 +551,14 @@ impl<P: Platform> RawQSpinLock<P> {
             self.release_contended(flags, fair);
             return;
         }
+        // The address is taken before the store: after it the lock may be
+        // freed, and even a `&self` made from it would dangle.
+        let addr = self.addr();
         // Release pairs with the next acquirer's Acquire cmpxchg.
         self.locked.store(FREE, Ordering::Release);
         // Pairs with the heavy fence of `parking::sleep_until_released`.
         P::light_fence();
-        parking::wake_after_release::<P>(self.addr());
+        parking::wake_after_release::<P>(addr);
     }
 
     /// A release while a word waiter exists: reserve the lock for it if it
@@ -563,20 +566,22 @@ impl<P: Platform> RawQSpinLock<P> {
     /// else release as usual, waking it if it sleeps until a release.
     #[inline]
     fn release_contended(&self, flags: u8, fair: bool) {
+        // As in `release`: nothing of `self` is used after the store.
+        let addr = self.addr();
         if fair || flags & HANDOFF != 0 {
             // We hand the lock over: our next `lock` must not take it back.
-            batch::handing_off::<P>(self.addr());
+            batch::handing_off::<P>(addr);
             // Release pairs with the word waiter's Acquire cmpxchg.
             self.locked.store(RESERVED, Ordering::Release);
             // Pairs with the heavy fence of `parking::sleep_until_released`.
             P::light_fence();
             // The word waiter may sleep on its ticket alone (quietly).
-            parking::wake_all_after_release::<P>(self.addr());
+            parking::wake_all_after_release::<P>(addr);
         } else {
             // As in `release`.
             self.locked.store(FREE, Ordering::Release);
             P::light_fence();
-            parking::wake_after_release::<P>(self.addr());
+            parking::wake_after_release::<P>(addr);
         }
     }
 
