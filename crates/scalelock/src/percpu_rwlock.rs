@@ -999,7 +999,7 @@ mod held_list {
     /// behaves like `QRwLock`'s.
     #[inline]
     pub(super) fn push<P: Platform>(id: u64, mine: Option<&'static Slot>) {
-        if P::with_local(|l| l.held_reads.push(id)).unwrap_or(false)
+        if P::with_local(|l| l.held_reads.push(id, mine.is_some())).unwrap_or(false)
             && let Some(slot) = mine
         {
             // Relaxed: only this thread reads or writes its own count.
@@ -1015,10 +1015,15 @@ mod held_list {
         P::with_local(|l| l.held_reads.deepen(id)).unwrap_or(false)
     }
 
-    /// One read of `id` fewer.
+    /// One read of `id` fewer. The slot's count drops only for a read
+    /// counted there at `push` (the thread may have got its slot since; and
+    /// an exiting thread, which has lost it, leaves the slot retired with
+    /// the count, as with any read still recorded).
     #[inline]
     pub(super) fn pop<P: Platform>(id: u64, mine: Option<&'static Slot>) {
-        if P::with_local(|l| l.held_reads.pop(id)).unwrap_or(false)
+        if P::with_local(|l| l.held_reads.pop(id))
+            .flatten()
+            .unwrap_or(false)
             && let Some(slot) = mine
         {
             // Relaxed: as in `push`.

@@ -526,9 +526,15 @@ fn all_free(index: usize) -> bool {
 /// rwlock without a slot to record them in (it has none, or its slot is busy
 /// with another lock): lock id and depth, a handful of entries. Lives in
 /// `LocalState`; only its context touches it.
+///
+/// Each entry also says whether its first read was counted in the context's
+/// slot (`Slot::listed`): a thread without a slot may get one later (when
+/// another thread exits), and only the reads counted there may be
+/// subtracted there.
 #[derive(Debug, Default)]
 pub(crate) struct HeldReads {
-    entries: [core::cell::Cell<(u64, u32)>; HELD],
+    /// (lock id, depth, counted in the slot); depth 0: a free entry.
+    entries: [core::cell::Cell<(u64, u32, bool)>; HELD],
 }
 
 /// Locks a context can read-hold at once through the underlying lock without
@@ -538,15 +544,16 @@ const HELD: usize = 8;
 impl HeldReads {
     pub(crate) const fn new() -> Self {
         Self {
-            entries: [const { core::cell::Cell::new((0, 0)) }; HELD],
+            entries: [const { core::cell::Cell::new((0, 0, false)) }; HELD],
         }
     }
 
-    /// Records a first read of `id`; false if the list is full (dropped).
-    pub(crate) fn push(&self, id: u64) -> bool {
+    /// Records a first read of `id`, `counted` in the context's slot or
+    /// not; false if the list is full (dropped).
+    pub(crate) fn push(&self, id: u64, counted: bool) -> bool {
         match self.entries.iter().find(|e| e.get().1 == 0) {
             Some(e) => {
-                e.set((id, 1));
+                e.set((id, 1, counted));
                 true
             }
             None => false,
@@ -561,29 +568,25 @@ impl HeldReads {
             .find(|e| e.get().0 == id && e.get().1 != 0)
         {
             Some(e) => {
-                let (id, depth) = e.get();
-                e.set((id, depth + 1));
+                let (id, depth, counted) = e.get();
+                e.set((id, depth + 1, counted));
                 true
             }
             None => false,
         }
     }
 
-    /// One read of `id` fewer; true if that was its last recorded read (a
-    /// no-op returning false for an unrecorded read).
-    pub(crate) fn pop(&self, id: u64) -> bool {
-        match self
+    /// One read of `id` fewer; if that was its last recorded read, whether
+    /// its first read was counted in the slot (`None`: reads remain, or the
+    /// read was not recorded).
+    pub(crate) fn pop(&self, id: u64) -> Option<bool> {
+        let e = self
             .entries
             .iter()
-            .find(|e| e.get().0 == id && e.get().1 != 0)
-        {
-            Some(e) => {
-                let (id, depth) = e.get();
-                e.set((id, depth - 1));
-                depth == 1
-            }
-            None => false,
-        }
+            .find(|e| e.get().0 == id && e.get().1 != 0)?;
+        let (id, depth, counted) = e.get();
+        e.set((id, depth - 1, counted));
+        (depth == 1).then_some(counted)
     }
 }
 
@@ -663,7 +666,10 @@ pub(crate) mod thread_slot {
     /// after its fence (as with `BOUND`), so it sees every bit that matters.
     #[inline]
     pub(crate) fn in_use(mut f: impl FnMut(usize)) {
-        let mut used = USED.load(Ordering::Relaxed);
+        // Acquire pairs with the Release in `Owner::drop`: a slot skipped
+        // because its thread exited was freed after that thread's last
+        // read, so the read happens before the writer's section.
+        let mut used = USED.load(Ordering::Acquire);
         while used != 0 {
             f(used.trailing_zeros() as usize);
             used &= used - 1;
