@@ -6,7 +6,7 @@
 //! | --- | --- |
 //! | [`QSpinLock`] | a 4-byte mutex: uncontended cost of a spinlock, FIFO queueing under contention, parks instead of burning a CPU when a waiter or holder is preempted |
 //! | [`QRwLock`] | an 8-byte reader-writer lock: one atomic per read or write when uncontended, readers never block each other while no writer waits, contended readers and writers queue in arrival order (writers never starve) |
-//! | [`PerCpuRwLock`] | read-mostly data read by many threads at once: a read writes only the reading thread's own cache line (no shared atomic), writes pay a membarrier and a scan of the reader slots, then stay cheap while writes dominate (BRAVO); 16 bytes plus a [`ReaderTable`] shared by a class of locks |
+//! | [`PerCpuRwLock`] | read-mostly data read by many threads at once: a read writes only the reading thread's own cache line (no shared atomic); a write revokes that bias with a membarrier and a scan of the reader slots. The lock picks its read mode from the writes it sees: biased (rare writes), symmetric (readers pay a full fence so writers need no membarrier, when membarrier is dear) or inhibited (dense writes: reads take the underlying `QRwLock` for a window sized from the revocation cost, after BRAVO); 16 bytes plus a [`ReaderTable`] shared by a class of locks |
 //! | [`SeqLock`] | a small `Copy` value read far more often than written: readers write nothing shared and retry if a write overlapped; no data race in the Rust memory model |
 //! | [`RefreshOnce`] | a value many threads want recomputed (a clock, a cache): one recomputes while the others wait and share its result; every caller gets a result computed after it arrived and waits for at most one update beyond the one in progress |
 //!
@@ -39,12 +39,14 @@
 //! features build on them, both needing `std` and costing nothing when
 //! off (no code, no bytes; see [`hook`] for the cost when on):
 //! - `stats`: lockstat per class, wait and hold times, what the algorithms
-//!   saw (parks, hand-offs, revocations, ...), a `/proc/lock_stat`-style
-//!   table and an advisor that says which lock a class should be
-//!   (`stats` module).
+//!   saw, a `/proc/lock_stat`-style table and an advisor that says which
+//!   lock a class should be (`stats` module). Today [`SeqLock`] and
+//!   [`RefreshOnce`] report through it (retries, coalesced callers);
+//!   `QSpinLock`, `QRwLock` and `PerCpuRwLock` are not instrumented yet.
 //! - `lockdep`: lock-order checking that reports a possible deadlock at the
 //!   first acquisition that closes a cycle, and recursive locking
-//!   (`lockdep` module).
+//!   (`lockdep` module), for the locks that call the hooks (the same ones
+//!   as `stats`, and locks of your own through [`hook`]).
 #![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
 
