@@ -326,9 +326,33 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// The common read paths, with the thread's slot free: biased or
     /// symmetric, the slot; inhibited, the underlying lock (waiting for it
     /// if `wait`), recorded in the slot. `None` means take the slow path.
-    #[inline]
+    /// The biased read is inlined into the caller; the other modes are one
+    /// call away.
+    #[inline(always)]
     fn try_lock_shared_fast(&self, wait: bool) -> Option<PerCpuReadToken> {
         let s = self.state.load(Ordering::Relaxed);
+        if s & (FAST | SYM) != FAST || s & ID_MASK == 0 {
+            return self.try_lock_shared_modes(s, wait);
+        }
+        let slot = table_of(s).slot(P::reader_slot()?)?;
+        if slot.word().load(Ordering::Relaxed) != 0 {
+            // Busy: a recursive read, or a read of another lock of the table.
+            return None;
+        }
+        // As in `try_lock_shared_modes`, biased.
+        slot.word()
+            .store((s & ID_MASK) | ONE_DEPTH, Ordering::Relaxed);
+        P::light_fence();
+        if self.state.load(Ordering::Acquire) & FAST != 0 {
+            return Some(PerCpuReadToken::slot(slot));
+        }
+        release_slot::<P>(slot);
+        None
+    }
+
+    /// `try_lock_shared_fast` for every state but a biased one (`s`).
+    #[inline(never)]
+    fn try_lock_shared_modes(&self, s: u64, wait: bool) -> Option<PerCpuReadToken> {
         if s & ID_MASK == 0 {
             return None;
         }
@@ -773,7 +797,7 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
     type SharedGuard = PerCpuReadToken;
     type ExclusiveGuard = PerCpuWriteToken;
 
-    #[inline]
+    #[inline(always)]
     fn lock_shared(&self) -> PerCpuReadToken {
         match self.try_lock_shared_fast(true) {
             Some(token) => token,
@@ -799,7 +823,7 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         Some(self.enter_underlying(mine))
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn unlock_shared(&self, token: PerCpuReadToken) {
         let Some(slot) = token.slot else {
             // SAFETY: a token without a slot holds the underlying read lock,
@@ -815,12 +839,6 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         );
         if cur & (DEPTH_MASK | UNDERLYING) == ONE_DEPTH {
             release_slot::<P>(slot);
-        } else if cur & (DEPTH_MASK | UNDERLYING) == UNDERLYING | ONE_DEPTH {
-            // Relaxed: the underlying unlock below is the Release.
-            slot.word().store(0, Ordering::Relaxed);
-            // SAFETY: `UNDERLYING` marks a slot whose owner (us) holds the
-            // underlying read lock; its guard state is `GuardSend`.
-            unsafe { self.inner.unlock_shared(GuardSend::new()) };
         } else {
             // SAFETY: `slot` is ours and records a read of this lock.
             unsafe { self.unlock_shared_recorded(slot, cur) };
@@ -900,6 +918,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     ///
     /// # Safety
     /// The caller holds a read of this lock through the underlying lock.
+    #[inline(never)]
     unsafe fn unlock_underlying_listed(&self) {
         held_list::pop::<P>(self.state.load(Ordering::Relaxed) & ID_MASK, self.my_slot());
         // SAFETY: the caller holds the underlying read lock, whose guard
