@@ -40,9 +40,12 @@
 //! off (no code, no bytes; see [`hook`] for the cost when on):
 //! - `stats`: lockstat per class, wait and hold times, what the algorithms
 //!   saw, a `/proc/lock_stat`-style table and an advisor that says which
-//!   lock a class should be (`stats` module). Today [`SeqLock`] and
-//!   [`RefreshOnce`] report through it (retries, coalesced callers);
-//!   `QSpinLock`, `QRwLock` and `PerCpuRwLock` are not instrumented yet.
+//!   lock a class should be (`stats` module). Today [`SeqLock`],
+//!   [`RefreshOnce`] (retries, coalesced callers) and [`QSpinLock`]
+//!   (acquisitions, contended acquisitions, wait and hold times) report
+//!   through it; `QSpinLock`'s slow-path events (pending path, queue
+//!   depth, parks) are not reported yet, and `QRwLock` and `PerCpuRwLock`
+//!   are not instrumented yet.
 //! - `lockdep`: lock-order checking that reports a possible deadlock at the
 //!   first acquisition that closes a cycle, and recursive locking
 //!   (`lockdep` module), for the locks that call the hooks (the same ones

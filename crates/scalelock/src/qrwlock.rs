@@ -2,7 +2,7 @@
 //!
 //! After Linux's `kernel/locking/qrwlock.c` (seed 001): a 32-bit count word
 //! that readers and writers update with one atomic each on their fast paths,
-//! plus a [`RawQSpinLock`] (`wait_lock`) on which every *contended* acquirer
+//! plus a [`RawQSpinLock`](crate::RawQSpinLock)'s core (`wait_lock`) on which every *contended* acquirer
 //! queues, so that contended readers and writers are served in arrival order.
 //!
 //! # The count word
@@ -164,10 +164,10 @@
 
 use core::marker::PhantomData;
 
-use lock_api::{GuardSend, RawMutex, RawRwLock, RawRwLockDowngrade, RawRwLockUpgrade};
+use lock_api::{GuardSend, RawRwLock, RawRwLockDowngrade, RawRwLockUpgrade};
 
 use crate::platform::{DefaultPlatform, Platform};
-use crate::qspinlock::RawQSpinLock;
+use crate::qspinlock::QSpinCore;
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{Backoff, BatchClock, QuietPoll, TUNING};
 
@@ -202,7 +202,7 @@ pub struct RawQRwLock<P: Platform = DefaultPlatform> {
     /// Reader count and writer bits; see the module documentation.
     cnts: AtomicU32,
     /// Contended acquirers queue here, in arrival order.
-    wait_lock: RawQSpinLock<P>,
+    wait_lock: QSpinCore<P>,
     _platform: PhantomData<fn() -> P>,
 }
 
@@ -215,8 +215,10 @@ pub type QRwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawQRwLock, T
 /// The upgradable guard of a [`QRwLock`].
 pub type QRwLockUpgradableReadGuard<'a, T> = lock_api::RwLockUpgradableReadGuard<'a, RawQRwLock, T>;
 
-/// The guard state of an upgradable read: the `wait_lock` it holds.
-type WaitGuard<P> = <RawQSpinLock<P> as RawMutex>::Guard;
+/// The guard state of an upgradable read: stands for the `wait_lock` it
+/// holds (the queue lock is a bare `QSpinCore`, whose acquisitions are not
+/// counted on their own).
+type WaitGuard<P> = PhantomData<fn() -> P>;
 
 impl<P: Platform> RawQRwLock<P> {
     /// An unlocked lock.
@@ -224,7 +226,7 @@ impl<P: Platform> RawQRwLock<P> {
     pub const fn new() -> Self {
         Self {
             cnts: AtomicU32::new(0),
-            wait_lock: RawQSpinLock::new(),
+            wait_lock: QSpinCore::new(),
             _platform: PhantomData,
         }
     }
@@ -234,7 +236,7 @@ impl<P: Platform> RawQRwLock<P> {
     pub fn new() -> Self {
         Self {
             cnts: AtomicU32::new(0),
-            wait_lock: RawQSpinLock::new(),
+            wait_lock: QSpinCore::new(),
             _platform: PhantomData,
         }
     }
@@ -406,7 +408,7 @@ impl<P: Platform> RawQRwLock<P> {
         }
         // A writer holds or waits: undo, and queue behind everyone waiting.
         self.reader_leave();
-        let wait_guard = self.wait_lock.lock();
+        self.wait_lock.lock();
         // Let the running threads finish their batch; then join the count
         // and drop QUIET in one RMW. Acquire pairs with the last
         // writer's Release unlock (when it is already gone); otherwise
@@ -427,14 +429,12 @@ impl<P: Platform> RawQRwLock<P> {
             // `wait_lock` first: our reader count keeps the lock alive while
             // we touch it; after `reader_leave` a writer may take the lock
             // and its owner free it.
-            // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
-            unsafe { self.wait_lock.unlock(wait_guard) };
+            self.wait_lock.release(false);
             self.reader_leave();
             reader_overflow();
         }
         self.wait_writer_exit(old);
-        // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
-        unsafe { self.wait_lock.unlock(wait_guard) };
+        self.wait_lock.release(false);
     }
 
     #[cold]
@@ -463,7 +463,7 @@ impl<P: Platform> RawQRwLock<P> {
                 return;
             }
         }
-        let wait_guard = self.wait_lock.lock();
+        self.wait_lock.lock();
         // Let the running threads finish their batch. Then, in one RMW that
         // also drops QUIET: take the lock if it is free, or set
         // W_WAITING (from here on newcomer readers queue behind us,
@@ -489,8 +489,7 @@ impl<P: Platform> RawQRwLock<P> {
                 Err(now) => v = now,
             }
         }
-        // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
-        unsafe { self.wait_lock.unlock(wait_guard) };
+        self.wait_lock.release(false);
     }
 
     /// The word was `QUIET` (a waiter lets the running threads finish their
@@ -537,8 +536,8 @@ impl<P: Platform> core::fmt::Debug for RawQRwLock<P> {
 
 // SAFETY: readers and writers exclude each other by invariants 3 and 4 of
 // the module docs; acquiring is Acquire and releasing Release on the count
-// word. Guard state is stateless (`GuardSend`), except the upgradable guard,
-// which is `wait_lock`'s own guard. Forgetting a guard leaves the lock (and
+// word. Guard state is stateless (`GuardSend`); the upgradable guard stands
+// for the `wait_lock` its reader holds. Forgetting a guard leaves the lock (and
 // possibly `wait_lock`) held, which is safe; the reader count refuses to
 // overflow. Nothing outside the lock refers to it after an acquisition
 // returns (queue nodes belong to the platform), so a locked lock can be moved
@@ -681,8 +680,9 @@ impl<P: Platform> RawQRwLock<P> {
     /// `guard` is the upgradable read's, upgraded by
     /// `try_upgrade_keeping_queue`.
     pub(crate) unsafe fn finish_upgrade(&self, guard: WaitGuard<P>) {
-        // SAFETY: an upgradable guard is the `wait_lock` guard.
-        unsafe { self.wait_lock.unlock(guard) };
+        // An upgradable guard stands for the held `wait_lock`.
+        let _ = guard;
+        self.wait_lock.release(false);
     }
 
     /// Steps back from `try_upgrade_keeping_queue` to the upgradable read
@@ -706,38 +706,39 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
     type UpgradableGuard = WaitGuard<P>;
 
     fn lock_upgradable(&self) -> WaitGuard<P> {
-        let wait_guard = self.wait_lock.lock();
+        self.wait_lock.lock();
         // Acquire pairs with the last writer's Release unlock.
         let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
         if old & READER_OVERFLOW != 0 {
             // `wait_lock` first: our reader count keeps the lock alive while
             // we touch it; after `reader_leave` a writer may take the lock
             // and its owner free it.
-            // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
-            unsafe { self.wait_lock.unlock(wait_guard) };
+            self.wait_lock.release(false);
             self.reader_leave();
             reader_overflow();
         }
         self.wait_writer_exit(old);
-        wait_guard
+        PhantomData
     }
 
     fn try_lock_upgradable(&self) -> Option<WaitGuard<P>> {
-        let wait_guard = self.wait_lock.try_lock()?;
-        if self.try_lock_shared().is_some() {
-            return Some(wait_guard);
+        if !self.wait_lock.try_lock_fast() {
+            return None;
         }
-        // SAFETY: `wait_guard` came from `self.wait_lock.try_lock()` above.
-        unsafe { self.wait_lock.unlock(wait_guard) };
+        if self.try_lock_shared().is_some() {
+            return Some(PhantomData);
+        }
+        self.wait_lock.release(false);
         None
     }
 
     unsafe fn unlock_upgradable(&self, guard: WaitGuard<P>) {
         // Release `wait_lock` first: our reader count keeps the lock alive
         // (no one can take it exclusively and free it) until `reader_leave`.
-        // SAFETY: an upgradable guard is the `wait_lock` guard (caller's
+        // An upgradable guard stands for the held `wait_lock` (caller's
         // contract).
-        unsafe { self.wait_lock.unlock(guard) };
+        let _ = guard;
+        self.wait_lock.release(false);
         self.reader_leave();
     }
 
@@ -745,8 +746,9 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
         // Newcomer readers now queue (behind us, on wait_lock).
         self.cnts.fetch_or(W_WAITING, Ordering::Relaxed);
         self.take_from_waiting(ONE_READER);
-        // SAFETY: an upgradable guard is the `wait_lock` guard.
-        unsafe { self.wait_lock.unlock(guard) };
+        // An upgradable guard stands for the held `wait_lock`.
+        let _ = guard;
+        self.wait_lock.release(false);
         GuardSend::new()
     }
 
@@ -759,8 +761,9 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
             .compare_exchange(ONE_READER, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
-            // SAFETY: an upgradable guard is the `wait_lock` guard.
-            unsafe { self.wait_lock.unlock(guard) };
+            // An upgradable guard stands for the held `wait_lock`.
+            let _ = guard;
+            self.wait_lock.release(false);
             Ok(GuardSend::new())
         } else {
             Err(guard)

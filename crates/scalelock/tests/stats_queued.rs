@@ -1,0 +1,126 @@
+//! Lock statistics of the queued locks (QSpinLock; QRwLock and PerCpuRwLock
+//! as they get instrumented), with contention made deterministic: the test
+//! holds the lock and waits until the statistics show every contender
+//! waiting before it releases.
+//! Run: `cargo test -p scalelock --features stats --test stats_queued`
+#![cfg(feature = "stats")]
+
+mod hook_lock;
+
+use std::sync::Barrier;
+use std::thread;
+use std::time::Duration;
+
+use hook_lock::wait_until;
+use scalelock::stats::{self, bucket_of};
+use scalelock::{ClassRef, LockClass, LockKind, QSpinLock, RawQSpinLock, SeqLock};
+
+fn setup() {
+    stats::enable();
+    stats::set_hold_sample(1);
+}
+
+fn class_stats(name: &str) -> stats::ClassStats {
+    stats::snapshot()
+        .class(name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no statistics for class {name}"))
+}
+
+fn contended(name: &str) -> u64 {
+    stats::snapshot()
+        .class(name)
+        .map_or(0, |c| c.write.contended)
+}
+
+#[test]
+fn qspinlock_counts_uncontended_locks_and_try_locks() {
+    setup();
+    static C: LockClass = LockClass::new("qspin-counts");
+    static L: QSpinLock<u64> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&C)), 0);
+    for _ in 0..5 {
+        *L.lock() += 1;
+    }
+    *L.try_lock().unwrap() += 1;
+    {
+        let g = L.lock();
+        // A failed try-lock is no acquisition.
+        assert!(L.try_lock().is_none());
+        drop(g);
+    }
+    // A fair unlock is a release like any other.
+    let g = L.lock();
+    scalelock::QSpinLockGuard::unlock_fair(g);
+    assert_eq!(*L.lock(), 6);
+
+    let st = class_stats("qspin-counts");
+    assert_eq!(st.kind, Some(LockKind::QSpinLock));
+    assert_eq!(st.write.acquisitions, 9);
+    assert_eq!(st.write.contended, 0);
+    assert_eq!(st.write.wait.count, 0);
+    assert_eq!(st.write.hold.count, 9);
+    assert_eq!(st.read.acquisitions, 0);
+}
+
+#[test]
+fn qspinlock_contended_acquisitions_wait_for_the_holder() {
+    setup();
+    const HOLD: Duration = Duration::from_millis(5);
+    const WAITERS: usize = 3;
+    static C: LockClass = LockClass::new("qspin-contended");
+    static L: QSpinLock<u64> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&C)), 0);
+    let start = Barrier::new(WAITERS + 1);
+    thread::scope(|s| {
+        let g = L.lock();
+        for _ in 0..WAITERS {
+            s.spawn(|| {
+                start.wait();
+                *L.lock() += 1;
+            });
+        }
+        start.wait();
+        // Every waiter has failed the fast path (it cannot succeed while we
+        // hold the lock) before we let go.
+        wait_until("all waiters are contended", || {
+            contended("qspin-contended") == WAITERS as u64
+        });
+        thread::sleep(HOLD);
+        drop(g);
+    });
+    assert_eq!(*L.lock(), WAITERS as u64);
+
+    let w = class_stats("qspin-contended").write;
+    let hold_ns = HOLD.as_nanos() as u64;
+    // Ours, the waiters', and the check above.
+    assert_eq!(w.acquisitions, WAITERS as u64 + 2);
+    assert_eq!(w.contended, WAITERS as u64);
+    assert_eq!(w.wait.count, WAITERS as u64);
+    // Every waiter waited through our sleep.
+    assert_eq!(w.wait.buckets[..bucket_of(hold_ns)].iter().sum::<u64>(), 0);
+    assert!(w.wait.max_ns >= hold_ns);
+    assert_eq!(w.hold.count, WAITERS as u64 + 2);
+    assert!(w.hold.max_ns >= hold_ns);
+}
+
+/// A SeqLock's writer lock is a queued spinlock: a contended write counts
+/// once, under the SeqLock's class, not also as a QSpinLock acquisition.
+#[test]
+fn seqlock_writer_lock_is_not_counted_twice() {
+    setup();
+    static C: LockClass = LockClass::new("qspin-nested-seq");
+    static S: SeqLock<u64> = SeqLock::with_class(0, ClassRef::of(&C));
+    let g = S.lock();
+    thread::scope(|s| {
+        s.spawn(|| S.write(2));
+        wait_until("the writer is contended", || {
+            contended("qspin-nested-seq") == 1
+        });
+        g.publish(1);
+    });
+    assert_eq!(S.read(), 2);
+    let st = class_stats("qspin-nested-seq");
+    assert_eq!(st.kind, Some(LockKind::SeqLock));
+    // Counted through both the SeqLock's hooks and the writer lock's, the
+    // class would show 4 acquisitions.
+    assert_eq!((st.write.acquisitions, st.write.contended), (2, 1));
+}
