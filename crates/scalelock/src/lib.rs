@@ -41,11 +41,11 @@
 //! - `stats`: lockstat per class, wait and hold times, what the algorithms
 //!   saw, a `/proc/lock_stat`-style table and an advisor that says which
 //!   lock a class should be (`stats` module). Today [`SeqLock`],
-//!   [`RefreshOnce`] (retries, coalesced callers) and [`QSpinLock`]
-//!   (acquisitions, contended acquisitions, wait and hold times) report
-//!   through it; `QSpinLock`'s slow-path events (pending path, queue
-//!   depth, parks) are not reported yet, and `QRwLock` and `PerCpuRwLock`
-//!   are not instrumented yet.
+//!   [`RefreshOnce`] (retries, coalesced callers), [`QSpinLock`] and
+//!   [`QRwLock`] (acquisitions, contended acquisitions, wait and hold
+//!   times, reads and writes apart) report through it; the queued locks'
+//!   slow-path events (pending path, queue depth, batch ends, parks) are
+//!   not reported yet, and `PerCpuRwLock` is not instrumented yet.
 //! - `lockdep`: lock-order checking that reports a possible deadlock at the
 //!   first acquisition that closes a cycle, and recursive locking
 //!   (`lockdep` module), for the locks that call the hooks (the same ones

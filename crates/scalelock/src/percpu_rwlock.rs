@@ -154,7 +154,7 @@ use core::marker::PhantomData;
 use lock_api::{GuardNoSend, GuardSend, RawRwLock, RawRwLockDowngrade, RawRwLockUpgrade};
 
 use crate::platform::{DefaultPlatform, Platform};
-use crate::qrwlock::RawQRwLock;
+use crate::qrwlock::QRwCore;
 use crate::reader_table::{ReaderTable, Slot, table_at};
 use crate::sync::atomic::{AtomicU64, Ordering, fence};
 use crate::wait::parking::{park, prepare as park_prepare, unpark_all};
@@ -217,7 +217,7 @@ fn since_stamp(state: u64, now_ns: u64) -> i64 {
 #[repr(C)]
 pub struct RawPerCpuRwLock<P: Platform = DefaultPlatform> {
     /// Writers and slow readers.
-    inner: RawQRwLock<P>,
+    inner: QRwCore<P>,
     /// `id | stamp | table | SYM | FAST`; see the module documentation.
     state: AtomicU64,
     _platform: PhantomData<fn() -> P>,
@@ -285,7 +285,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         Self {
-            inner: RawQRwLock::new(),
+            inner: QRwCore::new(),
             state: AtomicU64::new(FAST),
             _platform: PhantomData,
         }
@@ -295,7 +295,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     #[cfg(loom)]
     pub fn new() -> Self {
         Self {
-            inner: RawQRwLock::new(),
+            inner: QRwCore::new(),
             state: AtomicU64::new(FAST),
             _platform: PhantomData,
         }
@@ -312,7 +312,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let index = u64::from(table.register());
         let id = next_id();
         Self {
-            inner: RawQRwLock::new(),
+            inner: QRwCore::new(),
             state: AtomicU64::new(id << ID_SHIFT | index << TABLE_SHIFT | FAST),
             _platform: PhantomData,
         }
@@ -928,7 +928,7 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawPerCpuRwLock<P> {
 // set FAST) and then revokes the bias as a writer does, so it ends with
 // everything a write lock holds. Forgetting the guard leaves the underlying upgradable read held.
 unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
-    type UpgradableGuard = <RawQRwLock<P> as RawRwLockUpgrade>::UpgradableGuard;
+    type UpgradableGuard = PhantomData<fn() -> P>;
 
     fn lock_upgradable(&self) -> Self::UpgradableGuard {
         self.ensure_id();

@@ -166,6 +166,8 @@ use core::marker::PhantomData;
 
 use lock_api::{GuardSend, RawRwLock, RawRwLockDowngrade, RawRwLockUpgrade};
 
+use crate::class::{Access, ClassRef, LockKind};
+use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qspinlock::QSpinCore;
 use crate::sync::atomic::{AtomicU32, Ordering};
@@ -194,11 +196,12 @@ const fn readers(word: u32) -> u32 {
     (word & READERS_MASK) / ONE_READER
 }
 
-/// An 8-byte queued reader-writer lock; see the module documentation.
-///
-/// `P` is the platform: how waiters sleep and where queue nodes live.
+/// The lock itself, without statistics or lockdep: the count word and the
+/// queue lock described in the module documentation. [`RawQRwLock`] is this
+/// plus a lock class and the hooks; `PerCpuRwLock`'s underlying lock is the
+/// core, so that one acquisition is counted once, under its class.
 #[repr(C, align(4))]
-pub struct RawQRwLock<P: Platform = DefaultPlatform> {
+pub(crate) struct QRwCore<P: Platform = DefaultPlatform> {
     /// Reader count and writer bits; see the module documentation.
     cnts: AtomicU32,
     /// Contended acquirers queue here, in arrival order.
@@ -220,10 +223,10 @@ pub type QRwLockUpgradableReadGuard<'a, T> = lock_api::RwLockUpgradableReadGuard
 /// counted on their own).
 type WaitGuard<P> = PhantomData<fn() -> P>;
 
-impl<P: Platform> RawQRwLock<P> {
+impl<P: Platform> QRwCore<P> {
     /// An unlocked lock.
     #[cfg(not(loom))]
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Self {
             cnts: AtomicU32::new(0),
             wait_lock: QSpinCore::new(),
@@ -233,7 +236,7 @@ impl<P: Platform> RawQRwLock<P> {
 
     /// An unlocked lock.
     #[cfg(loom)]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             cnts: AtomicU32::new(0),
             wait_lock: QSpinCore::new(),
@@ -437,12 +440,60 @@ impl<P: Platform> RawQRwLock<P> {
         self.wait_lock.release(false);
     }
 
+    /// The read fast path; `contended` is called if the read must wait
+    /// (statistics: [`RawQRwLock`] passes its hook, the core nothing).
+    #[inline]
+    fn lock_shared_hooked(&self, contended: impl FnOnce()) {
+        // Acquire pairs with the Release unlock of the last writer.
+        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
+        if old & (W_MASK | READER_OVERFLOW | QUIET) != 0 {
+            // Only QUIET: a fast-path acquisition past a quiet waiter.
+            if old & (W_MASK | READER_OVERFLOW) != 0 {
+                contended();
+            }
+            self.lock_shared_slow(old);
+        }
+    }
+
+    /// The write fast path; `contended` as in `lock_shared_hooked`.
+    #[inline]
+    fn lock_exclusive_hooked(&self, contended: impl FnOnce()) {
+        // Acquire pairs with the previous holders' Release.
+        if let Err(v) =
+            self.cnts
+                .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+        {
+            self.lock_exclusive_slow(v, contended);
+        }
+    }
+
+    /// The upgradable-read acquisition; `contended` as in
+    /// `lock_shared_hooked` (called if the queue lock is taken).
+    fn lock_upgradable_hooked(&self, contended: impl FnOnce()) {
+        if !self.wait_lock.try_lock_fast() {
+            contended();
+            self.wait_lock.lock_slow();
+        }
+        // Acquire pairs with the last writer's Release unlock.
+        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
+        if old & READER_OVERFLOW != 0 {
+            // `wait_lock` first: our reader count keeps the lock alive while
+            // we touch it; after `reader_leave` a writer may take the lock
+            // and its owner free it.
+            self.wait_lock.release(false);
+            self.reader_leave();
+            reader_overflow();
+        }
+        self.wait_writer_exit(old);
+    }
+
     #[cold]
-    fn lock_exclusive_slow(&self, v: u32) {
+    fn lock_exclusive_slow(&self, v: u32, contended: impl FnOnce()) {
         // Only a quiet waiter is there: its batch lasts, take the lock.
         if v == QUIET && self.try_lock_quiet() {
             return;
         }
+        contended();
         // Spin on loads while nobody queues (a queued writer sets
         // W_WAITING; a queued reader is in the count or about to be), and
         // take the lock if it comes free.
@@ -514,13 +565,13 @@ fn reader_overflow() -> ! {
     panic!("QRwLock: too many read guards (2^26; are guards being forgotten?)")
 }
 
-impl<P: Platform> Default for RawQRwLock<P> {
+impl<P: Platform> Default for QRwCore<P> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<P: Platform> core::fmt::Debug for RawQRwLock<P> {
+impl<P: Platform> core::fmt::Debug for QRwCore<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let v = self.cnts.load(Ordering::Relaxed);
         f.debug_struct("RawQRwLock")
@@ -542,24 +593,20 @@ impl<P: Platform> core::fmt::Debug for RawQRwLock<P> {
 // overflow. Nothing outside the lock refers to it after an acquisition
 // returns (queue nodes belong to the platform), so a locked lock can be moved
 // or dropped. A panic (reader overflow) leaves no new acquisition behind.
-unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
+unsafe impl<P: Platform> RawRwLock for QRwCore<P> {
     #[allow(clippy::declare_interior_mutable_const)]
     #[cfg(not(loom))]
     const INIT: Self = Self::new();
     #[allow(clippy::declare_interior_mutable_const)]
     #[cfg(loom)]
-    const INIT: Self = panic!("use RawQRwLock::new() under loom");
+    const INIT: Self = panic!("use QRwCore::new() under loom");
 
     type SharedGuard = GuardSend;
     type ExclusiveGuard = GuardSend;
 
     #[inline]
     fn lock_shared(&self) -> GuardSend {
-        // Acquire pairs with the Release unlock of the last writer.
-        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
-        if old & (W_MASK | READER_OVERFLOW | QUIET) != 0 {
-            self.lock_shared_slow(old);
-        }
+        self.lock_shared_hooked(|| {});
         GuardSend::new()
     }
 
@@ -590,13 +637,7 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
 
     #[inline]
     fn lock_exclusive(&self) -> GuardSend {
-        // Acquire pairs with the previous holders' Release.
-        if let Err(v) =
-            self.cnts
-                .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
-        {
-            self.lock_exclusive_slow(v);
-        }
+        self.lock_exclusive_hooked(|| {});
         GuardSend::new()
     }
 
@@ -636,7 +677,7 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
 
 // SAFETY: `downgrade` turns W_LOCKED into one reader in a single RMW, so no
 // writer can slip in between; it is Release, so later readers see our writes.
-unsafe impl<P: Platform> RawRwLockDowngrade for RawQRwLock<P> {
+unsafe impl<P: Platform> RawRwLockDowngrade for QRwCore<P> {
     #[inline]
     unsafe fn downgrade(&self, _guard: GuardSend) -> GuardSend {
         // W_LOCKED is set, so adding ONE_READER - W_LOCKED clears it without
@@ -657,7 +698,7 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawQRwLock<P> {
 // most one exists and it excludes writers (invariant 3); `upgrade` takes
 // W_LOCKED with an Acquire cmpxchg only once every other reader left, after
 // their Release `fetch_sub`s. Forgetting the guard leaves both held.
-impl<P: Platform> RawQRwLock<P> {
+impl<P: Platform> QRwCore<P> {
     /// `try_upgrade` in two steps, for a wrapper that must check something
     /// of its own once the lock is exclusive (`PerCpuRwLock`'s fast
     /// readers): takes `W_LOCKED` if we are the only reader, keeping
@@ -702,22 +743,11 @@ impl<P: Platform> RawQRwLock<P> {
     }
 }
 
-unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
+unsafe impl<P: Platform> RawRwLockUpgrade for QRwCore<P> {
     type UpgradableGuard = WaitGuard<P>;
 
     fn lock_upgradable(&self) -> WaitGuard<P> {
-        self.wait_lock.lock();
-        // Acquire pairs with the last writer's Release unlock.
-        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
-        if old & READER_OVERFLOW != 0 {
-            // `wait_lock` first: our reader count keeps the lock alive while
-            // we touch it; after `reader_leave` a writer may take the lock
-            // and its owner free it.
-            self.wait_lock.release(false);
-            self.reader_leave();
-            reader_overflow();
-        }
-        self.wait_writer_exit(old);
+        self.lock_upgradable_hooked(|| {});
         PhantomData
     }
 
@@ -771,6 +801,228 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
     }
 }
 
+/// An 8-byte queued reader-writer lock; see the module documentation.
+///
+/// `P` is the platform: how waiters sleep and where queue nodes live.
+///
+/// A lock is in a [lock class](crate::LockClass): `new` and `INIT` put it in
+/// the `QRwLock` type class, [`with_class`](Self::with_class) in another.
+/// Without the `stats` and `lockdep` features the class is zero-sized and
+/// the lock is its 8 bytes; with them it is 24 bytes, and the guard state
+/// ([`Held`]) carries what the release must record. Reads are counted and
+/// checked as [`Access::Read`] (fair: a read queues behind a waiting
+/// writer, so lockdep reports a thread's second read); upgradable reads as
+/// writes (they exclude writers and each other). So lockdep also reports a
+/// read taken while the same thread holds an upgradable read of the lock,
+/// which this lock itself would let through (no writer can be waiting
+/// then).
+///
+/// Guards are `Send`: with lockdep, a guard released on another thread
+/// leaves its entry on the held stack of the thread that took it (see the
+/// `lockdep` module).
+#[repr(C)]
+pub struct RawQRwLock<P: Platform = DefaultPlatform> {
+    pub(crate) core: QRwCore<P>,
+    /// Zero-sized without the `stats` and `lockdep` features.
+    class: ClassRef,
+}
+
+impl<P: Platform> RawQRwLock<P> {
+    /// An unlocked lock, in the `QRwLock` type class.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self::with_class(ClassRef::TYPE)
+    }
+
+    /// An unlocked lock, in the `QRwLock` type class.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self::with_class(ClassRef::TYPE)
+    }
+
+    /// An unlocked lock in lock class `class`; with lock_api's `const`
+    /// `RwLock::from_raw` it makes a classed `static`:
+    ///
+    /// ```
+    /// use scalelock::{ClassRef, LockClass, QRwLock, RawQRwLock};
+    ///
+    /// static GNTTAB: LockClass = LockClass::new("gnttab");
+    /// static TABLE: QRwLock<u64> =
+    ///     QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&GNTTAB)), 0);
+    /// # *TABLE.write() += 1;
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn with_class(class: ClassRef) -> Self {
+        Self {
+            core: QRwCore::new(),
+            class,
+        }
+    }
+
+    /// An unlocked lock in lock class `class`.
+    #[cfg(loom)]
+    pub fn with_class(class: ClassRef) -> Self {
+        Self {
+            core: QRwCore::new(),
+            class,
+        }
+    }
+
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    #[inline]
+    fn start(&self, access: Access) -> Pending {
+        hook::start(self.class, LockKind::QRwLock, self.addr(), access)
+    }
+
+    #[inline]
+    fn try_acquired(&self, access: Access) -> Held {
+        hook::try_acquired(self.class, LockKind::QRwLock, self.addr(), access)
+    }
+}
+
+impl<P: Platform> Default for RawQRwLock<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: Platform> core::fmt::Debug for RawQRwLock<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.core.fmt(f)
+    }
+}
+
+// SAFETY: every acquisition and release is the core's (whose safety
+// argument is above); the hooks only record them. The guard state is the
+// hooks' `Held`, which owns nothing of the lock.
+unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    #[cfg(not(loom))]
+    const INIT: Self = Self::new();
+    #[allow(clippy::declare_interior_mutable_const)]
+    #[cfg(loom)]
+    const INIT: Self = panic!("use RawQRwLock::new() under loom");
+
+    /// What statistics and lockdep remember of the hold (zero-sized
+    /// without the features).
+    type SharedGuard = Held;
+    /// As `SharedGuard`.
+    type ExclusiveGuard = Held;
+
+    #[inline]
+    fn lock_shared(&self) -> Held {
+        let mut p = self.start(Access::Read);
+        self.core.lock_shared_hooked(|| p.contended());
+        p.acquired()
+    }
+
+    #[inline]
+    fn try_lock_shared(&self) -> Option<Held> {
+        self.core
+            .try_lock_shared()
+            .map(|_| self.try_acquired(Access::Read))
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self, guard: Held) {
+        // Taken before the release: the lock may be freed after it.
+        let addr = self.addr();
+        self.core.reader_leave();
+        guard.release(addr);
+    }
+
+    #[inline]
+    fn lock_exclusive(&self) -> Held {
+        let mut p = self.start(Access::Write);
+        self.core.lock_exclusive_hooked(|| p.contended());
+        p.acquired()
+    }
+
+    #[inline]
+    fn try_lock_exclusive(&self) -> Option<Held> {
+        self.core
+            .try_lock_exclusive()
+            .map(|_| self.try_acquired(Access::Write))
+    }
+
+    #[inline]
+    unsafe fn unlock_exclusive(&self, guard: Held) {
+        // As in `unlock_shared`.
+        let addr = self.addr();
+        // SAFETY: we hold the write lock (caller's contract); the core's
+        // guard state is stateless.
+        unsafe { self.core.unlock_exclusive(GuardSend::new()) };
+        guard.release(addr);
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.core.is_locked()
+    }
+
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        self.core.is_locked_exclusive()
+    }
+}
+
+// SAFETY: the core's downgrade; a downgrade never waits, so the read is
+// recorded as a try-lock (no lockdep dependency into it).
+unsafe impl<P: Platform> RawRwLockDowngrade for RawQRwLock<P> {
+    #[inline]
+    unsafe fn downgrade(&self, guard: Held) -> Held {
+        // SAFETY: we hold the write lock (caller's contract).
+        unsafe { self.core.downgrade(GuardSend::new()) };
+        // We still read-hold the lock: it stays alive.
+        guard.release(self.addr());
+        self.try_acquired(Access::Read)
+    }
+}
+
+// SAFETY: the core's upgradable reads; the hold keeps its `Held` (a write,
+// for lockdep and statistics) through an upgrade.
+unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
+    /// As `SharedGuard`.
+    type UpgradableGuard = Held;
+
+    fn lock_upgradable(&self) -> Held {
+        let mut p = self.start(Access::Write);
+        self.core.lock_upgradable_hooked(|| p.contended());
+        p.acquired()
+    }
+
+    fn try_lock_upgradable(&self) -> Option<Held> {
+        self.core
+            .try_lock_upgradable()
+            .map(|_| self.try_acquired(Access::Write))
+    }
+
+    unsafe fn unlock_upgradable(&self, guard: Held) {
+        let addr = self.addr();
+        // SAFETY: we hold an upgradable read (caller's contract).
+        unsafe { self.core.unlock_upgradable(PhantomData) };
+        guard.release(addr);
+    }
+
+    unsafe fn upgrade(&self, guard: Held) -> Held {
+        // SAFETY: we hold an upgradable read (caller's contract).
+        unsafe { self.core.upgrade(PhantomData) };
+        guard
+    }
+
+    unsafe fn try_upgrade(&self, guard: Held) -> Result<Held, Held> {
+        // SAFETY: we hold an upgradable read (caller's contract).
+        match unsafe { self.core.try_upgrade(PhantomData) } {
+            Ok(_) => Ok(guard),
+            Err(_) => Err(guard),
+        }
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -778,19 +1030,30 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
     use std::thread;
 
-    fn word(lock: &RawQRwLock) -> u32 {
+    /// The lock without hooks: the tests of its mechanics take a second
+    /// read on one thread, which lockdep (rightly, in general) reports.
+    type CoreRwLock<T> = lock_api::RwLock<QRwCore, T>;
+
+    fn word(lock: &QRwCore) -> u32 {
         lock.cnts.load(Ordering::Relaxed)
     }
 
     #[test]
     fn is_eight_bytes() {
-        assert_eq!(core::mem::size_of::<RawQRwLock>(), 8);
-        assert_eq!(core::mem::align_of::<RawQRwLock>(), 4);
+        assert_eq!(core::mem::size_of::<QRwCore>(), 8);
+        assert_eq!(core::mem::align_of::<QRwCore>(), 4);
+        if crate::hook::COMPILED {
+            // The lock class follows the word and the queue lock.
+            assert_eq!(core::mem::size_of::<RawQRwLock>(), 24);
+        } else {
+            assert_eq!(core::mem::size_of::<RawQRwLock>(), 8);
+            assert_eq!(core::mem::align_of::<RawQRwLock>(), 4);
+        }
     }
 
     #[test]
     fn read_write_try() {
-        let lock = QRwLock::new(1);
+        let lock = CoreRwLock::new(1);
         {
             let r1 = lock.read();
             let r2 = lock.read();
@@ -826,12 +1089,12 @@ mod tests {
         drop(r);
         assert!(lock.try_write().is_some());
         // SAFETY: reading the raw word only.
-        assert_eq!(word(unsafe { lock.raw() }), 0);
+        assert_eq!(word(&unsafe { lock.raw() }.core), 0);
     }
 
     #[test]
     fn upgradable() {
-        let lock = QRwLock::new(0);
+        let lock = CoreRwLock::new(0);
         let u = lock.upgradable_read();
         assert!(lock.try_upgradable_read().is_none());
         assert!(lock.try_write().is_none());
@@ -868,7 +1131,7 @@ mod tests {
 
     #[test]
     fn reader_overflow_panics_without_acquiring() {
-        let raw: RawQRwLock = RawQRwLock::new();
+        let raw: QRwCore = QRwCore::new();
         raw.cnts.store(READER_OVERFLOW, Ordering::Relaxed);
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| raw.lock_shared()));
         assert!(r.is_err());
@@ -881,7 +1144,7 @@ mod tests {
     /// releases keep its bit.
     #[test]
     fn quiet_batch_lets_fast_paths_pass() {
-        let raw: RawQRwLock = RawQRwLock::new();
+        let raw: QRwCore = QRwCore::new();
         raw.cnts.store(QUIET, Ordering::Relaxed);
         let r = raw.lock_shared();
         assert!(raw.try_lock_exclusive().is_none());
@@ -942,6 +1205,6 @@ mod tests {
         assert_eq!(v.0, writes.load(Ordering::Relaxed));
         drop(v);
         // SAFETY: reading the raw word only.
-        assert_eq!(word(unsafe { lock.raw() }), 0);
+        assert_eq!(word(&unsafe { lock.raw() }.core), 0);
     }
 }

@@ -14,11 +14,9 @@ const INSTRUMENTED: bool = cfg!(any(feature = "stats", feature = "lockdep"));
 
 #[test]
 fn sizes() {
-    // QRwLock and PerCpuRwLock are not instrumented yet: fixed sizes (their
-    // queue locks are QSpinLock cores, without a class).
-    assert_eq!(size_of::<RawQRwLock>(), 8);
+    // PerCpuRwLock is not instrumented yet: fixed size (its underlying lock
+    // is a QRwLock core, without a class).
     assert_eq!(size_of::<RawPerCpuRwLock>(), 16);
-    assert_eq!(size_of::<QRwLock<()>>(), 8);
     // RefreshOnce is three 128-byte lines either way.
     assert_eq!(size_of::<RefreshOnce<u64>>(), 384);
 
@@ -28,6 +26,9 @@ fn sizes() {
         // The 4-byte word, then the class (8-aligned).
         assert_eq!(size_of::<RawQSpinLock>(), 24);
         assert_eq!(size_of::<QSpinLock<()>>(), 24);
+        // The count word and the queue lock's core, then the class.
+        assert_eq!(size_of::<RawQRwLock>(), 24);
+        assert_eq!(size_of::<QRwLock<()>>(), 24);
         assert_eq!(size_of::<SeqLock<u64>>(), 24 + 16);
         assert!(size_of::<Held>() <= 16);
     } else {
@@ -35,6 +36,9 @@ fn sizes() {
         assert_eq!(size_of::<RawQSpinLock>(), 4);
         assert_eq!(size_of::<QSpinLock<()>>(), 4);
         assert_eq!(size_of::<scalelock::QSpinLockGuard<'static, ()>>(), 8);
+        assert_eq!(size_of::<RawQRwLock>(), 8);
+        assert_eq!(size_of::<QRwLock<()>>(), 8);
+        assert_eq!(size_of::<scalelock::QRwLockReadGuard<'static, ()>>(), 8);
         assert_eq!(size_of::<Held>(), 0);
         assert_eq!(size_of::<Pending>(), 0);
         // sequence + writer lock (+ padding) + value: as before classes.

@@ -5,7 +5,10 @@
 
 use std::thread;
 
-use scalelock::{ClassRef, LockClass, QSpinLock, RawQSpinLock, lockdep};
+use scalelock::{
+    ClassRef, LockClass, QRwLock, QRwLockUpgradableReadGuard, QRwLockWriteGuard, QSpinLock,
+    RawQRwLock, RawQSpinLock, lockdep,
+};
 
 /// Runs `f` on a thread named `name`; its panic message, if it panicked.
 fn on_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Option<String> {
@@ -101,4 +104,72 @@ fn qspinlock_recursion_is_reported() {
     assert!(r.contains("(write, QSpinLock at"), "{r}");
     assert!(r.contains("<- the same lock"), "{r}");
     assert!(r.contains("not recursive"), "{r}");
+}
+
+#[test]
+fn qrwlock_write_and_qspinlock_ab_ba_is_reported() {
+    static A: LockClass = LockClass::new("qrw-order-A");
+    static B: LockClass = LockClass::new("qrw-order-B");
+    static LA: QRwLock<u32> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&A)), 0);
+    static LB: QSpinLock<u32> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&B)), 0);
+    let first = on_thread("qrw-first", || {
+        let _a = LA.write();
+        let _b = LB.lock();
+    });
+    assert_eq!(first, None);
+    let report = on_thread("qrw-second", || {
+        let _b = LB.lock();
+        let _a = LA.read(); // a fair read waits for a queued writer too
+        unreachable!("lockdep must report before reading A");
+    })
+    .expect("B then A must be reported");
+    assert!(
+        report.contains("possible circular locking dependency"),
+        "{report}"
+    );
+    assert!(
+        report.contains("thread 'qrw-second' is taking \"qrw-order-A\""),
+        "{report}"
+    );
+    assert!(!LA.is_locked());
+    assert!(!LB.is_locked());
+}
+
+#[test]
+fn qrwlock_second_fair_read_is_reported() {
+    let r = on_thread("qrw-recursive-read", || {
+        let l: QRwLock<u32> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::here()), 0);
+        let _r1 = l.read();
+        let _r2 = l.read(); // a writer queued in between would deadlock us
+        unreachable!("lockdep must report the second read");
+    })
+    .expect("a second fair read must be reported");
+    assert!(r.contains("possible recursive locking"), "{r}");
+    assert!(r.contains("(read, QRwLock at"), "{r}");
+    assert!(r.contains("a second fair read queues behind"), "{r}");
+}
+
+#[test]
+fn qrwlock_downgrade_and_upgrade_keep_lockdep_balanced() {
+    let r = on_thread("qrw-balanced", || {
+        let l: QRwLock<u32> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::here()), 0);
+        let w = l.write();
+        assert_eq!(lockdep::held_count(), 1);
+        let r = QRwLockWriteGuard::downgrade(w);
+        assert_eq!(lockdep::held_count(), 1);
+        drop(r);
+        assert_eq!(lockdep::held_count(), 0);
+        let u = l.upgradable_read();
+        let w = QRwLockUpgradableReadGuard::upgrade(u);
+        assert_eq!(lockdep::held_count(), 1);
+        drop(w);
+        let u = l.upgradable_read();
+        let Ok(w) = QRwLockUpgradableReadGuard::try_upgrade(u) else {
+            panic!("no other reader is in");
+        };
+        assert_eq!(lockdep::held_count(), 1);
+        drop(w);
+        assert_eq!(lockdep::held_count(), 0);
+    });
+    assert_eq!(r, None);
 }

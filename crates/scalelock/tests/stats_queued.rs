@@ -13,7 +13,10 @@ use std::time::Duration;
 
 use hook_lock::wait_until;
 use scalelock::stats::{self, bucket_of};
-use scalelock::{ClassRef, LockClass, LockKind, QSpinLock, RawQSpinLock, SeqLock};
+use scalelock::{
+    ClassRef, LockClass, LockKind, QRwLock, QRwLockReadGuard, QRwLockUpgradableReadGuard,
+    QRwLockWriteGuard, QSpinLock, RawQRwLock, RawQSpinLock, SeqLock,
+};
 
 fn setup() {
     stats::enable();
@@ -123,4 +126,105 @@ fn seqlock_writer_lock_is_not_counted_twice() {
     // Counted through both the SeqLock's hooks and the writer lock's, the
     // class would show 4 acquisitions.
     assert_eq!((st.write.acquisitions, st.write.contended), (2, 1));
+}
+
+#[test]
+fn qrwlock_counts_reads_and_writes_apart() {
+    setup();
+    static C: LockClass = LockClass::new("qrw-counts");
+    static L: QRwLock<u64> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&C)), 0);
+    // Two reads at once, on two threads (lockdep reports a thread's second
+    // fair read).
+    {
+        let r1 = L.read();
+        thread::scope(|s| {
+            s.spawn(|| assert_eq!(*L.read(), 0));
+        });
+        // A failed try is no acquisition.
+        assert!(L.try_write().is_none());
+        assert_eq!(*r1, 0);
+    }
+    *L.write() += 1;
+    assert_eq!(*L.try_read().unwrap(), 1);
+    *L.try_write().unwrap() += 1;
+    // An upgradable read counts as a write; upgrading keeps that hold.
+    let u = L.upgradable_read();
+    let mut w = QRwLockUpgradableReadGuard::upgrade(u);
+    *w += 1;
+    // A downgrade ends the write hold and starts a read hold.
+    let r = QRwLockWriteGuard::downgrade(w);
+    assert_eq!(*r, 3);
+    drop(r);
+    assert!(L.try_upgradable_read().is_some());
+
+    let st = class_stats("qrw-counts");
+    assert_eq!(st.kind, Some(LockKind::QRwLock));
+    // r1, r2, try_read, the downgraded read.
+    assert_eq!(st.read.acquisitions, 4);
+    assert_eq!(st.read.hold.count, 4);
+    // write, try_write, the upgradable read, try_upgradable_read.
+    assert_eq!(st.write.acquisitions, 4);
+    assert_eq!(st.write.hold.count, 4);
+    assert_eq!((st.read.contended, st.write.contended), (0, 0));
+}
+
+fn read_contended(name: &str) -> u64 {
+    stats::snapshot()
+        .class(name)
+        .map_or(0, |c| c.read.contended)
+}
+
+#[test]
+fn qrwlock_contended_reads_and_writes() {
+    setup();
+    const HOLD: Duration = Duration::from_millis(5);
+    const READERS: usize = 3;
+    static C: LockClass = LockClass::new("qrw-contended");
+    static L: QRwLock<u64> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&C)), 0);
+    let start = Barrier::new(READERS + 1);
+    // Readers wait for our write.
+    thread::scope(|s| {
+        let mut g = L.write();
+        for _ in 0..READERS {
+            s.spawn(|| {
+                start.wait();
+                assert_eq!(*L.read(), 1);
+            });
+        }
+        start.wait();
+        wait_until("all readers are contended", || {
+            read_contended("qrw-contended") == READERS as u64
+        });
+        thread::sleep(HOLD);
+        *g = 1;
+    });
+    // A writer waits for our read.
+    thread::scope(|s| {
+        let r: QRwLockReadGuard<'_, u64> = L.read();
+        s.spawn(|| *L.write() += 1);
+        wait_until("the writer is contended", || {
+            contended("qrw-contended") == 1
+        });
+        thread::sleep(HOLD);
+        drop(r);
+    });
+    assert_eq!(*L.read(), 2);
+
+    let st = class_stats("qrw-contended");
+    let hold_ns = HOLD.as_nanos() as u64;
+    // The readers, our read, the check.
+    assert_eq!(st.read.acquisitions, READERS as u64 + 2);
+    assert_eq!(st.read.contended, READERS as u64);
+    assert_eq!(st.read.wait.count, READERS as u64);
+    assert_eq!(
+        st.read.wait.buckets[..bucket_of(hold_ns)]
+            .iter()
+            .sum::<u64>(),
+        0
+    );
+    // Our write, the writer's.
+    assert_eq!(st.write.acquisitions, 2);
+    assert_eq!(st.write.contended, 1);
+    assert!(st.write.wait.max_ns >= hold_ns);
+    assert!(st.write.hold.max_ns >= hold_ns);
 }
