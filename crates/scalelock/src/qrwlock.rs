@@ -916,7 +916,13 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
     #[inline]
     fn lock_shared(&self) -> Held {
         let mut p = self.start(Access::Read);
-        self.core.lock_shared_hooked(|| p.contended());
+        // Without the hooks, the core's own (empty) callback: the same code
+        // as the core's, no reference to `p` passed into the slow path.
+        if hook::COMPILED {
+            self.core.lock_shared_hooked(|| p.contended());
+        } else {
+            self.core.lock_shared_hooked(|| {});
+        }
         p.acquired()
     }
 
@@ -938,7 +944,13 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
     #[inline]
     fn lock_exclusive(&self) -> Held {
         let mut p = self.start(Access::Write);
-        self.core.lock_exclusive_hooked(|| p.contended());
+        // Without the hooks, the core's own (empty) callback: the same code
+        // as the core's, no reference to `p` passed into the slow path.
+        if hook::COMPILED {
+            self.core.lock_exclusive_hooked(|| p.contended());
+        } else {
+            self.core.lock_exclusive_hooked(|| {});
+        }
         p.acquired()
     }
 
@@ -991,7 +1003,13 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
 
     fn lock_upgradable(&self) -> Held {
         let mut p = self.start(Access::Write);
-        self.core.lock_upgradable_hooked(|| p.contended());
+        // Without the hooks, the core's own (empty) callback: the same code
+        // as the core's, no reference to `p` passed into the slow path.
+        if hook::COMPILED {
+            self.core.lock_upgradable_hooked(|| p.contended());
+        } else {
+            self.core.lock_upgradable_hooked(|| {});
+        }
         p.acquired()
     }
 
