@@ -153,6 +153,8 @@ use core::marker::PhantomData;
 
 use lock_api::{GuardNoSend, GuardSend, RawRwLock, RawRwLockDowngrade, RawRwLockUpgrade};
 
+use crate::class::{Access, ClassRef, LockKind};
+use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qrwlock::QRwCore;
 use crate::reader_table::{ReaderTable, Slot, table_at};
@@ -214,12 +216,23 @@ fn since_stamp(state: u64, now_ns: u64) -> i64 {
 /// thread's own slot; see the module documentation.
 ///
 /// 16 bytes, plus a [`ReaderTable`] shared by many locks.
+///
+/// A lock is in a [lock class](crate::LockClass): `new`, `INIT` and
+/// `with_table` put it in the `PerCpuRwLock` type class, `with_class` and
+/// `with_table_and_class` in another. Without the `stats` and `lockdep`
+/// features the class is zero-sized; with them the lock is 32 bytes and the
+/// tokens carry the hooks' [`Held`]. Reads are recursive reads to lockdep
+/// (a read of a lock the thread already read-holds never waits); an
+/// upgradable read counts as a write.
 #[repr(C)]
 pub struct RawPerCpuRwLock<P: Platform = DefaultPlatform> {
     /// Writers and slow readers.
     inner: QRwCore<P>,
     /// `id | stamp | table | SYM | FAST`; see the module documentation.
     state: AtomicU64,
+    /// The lock class (zero-sized without the `stats` and `lockdep`
+    /// features).
+    class: ClassRef,
     _platform: PhantomData<fn() -> P>,
 }
 
@@ -254,6 +267,8 @@ impl<T, P: Platform> PerCpuRwLockExt<T> for lock_api::RwLock<RawPerCpuRwLock<P>,
 /// as std's and parking_lot's can.
 pub struct PerCpuReadToken {
     slot: Option<&'static Slot>,
+    /// Statistics and lockdep state of the hold (zero-sized without them).
+    held: Held,
     _not_send: PhantomData<GuardNoSend>,
 }
 
@@ -262,6 +277,7 @@ impl PerCpuReadToken {
     fn slot(slot: &'static Slot) -> Self {
         Self {
             slot: Some(slot),
+            held: Held::NONE,
             _not_send: PhantomData,
         }
     }
@@ -269,6 +285,7 @@ impl PerCpuReadToken {
     fn underlying() -> Self {
         Self {
             slot: None,
+            held: Held::NONE,
             _not_send: PhantomData,
         }
     }
@@ -278,6 +295,8 @@ impl PerCpuReadToken {
 /// leaves (its mode bits and stamp), decided by the write.
 pub struct PerCpuWriteToken {
     next: u64,
+    /// Statistics and lockdep state of the hold (zero-sized without them).
+    held: Held,
 }
 
 impl<P: Platform> RawPerCpuRwLock<P> {
@@ -287,6 +306,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         Self {
             inner: QRwCore::new(),
             state: AtomicU64::new(FAST),
+            class: ClassRef::TYPE,
             _platform: PhantomData,
         }
     }
@@ -297,6 +317,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         Self {
             inner: QRwCore::new(),
             state: AtomicU64::new(FAST),
+            class: ClassRef::TYPE,
             _platform: PhantomData,
         }
     }
@@ -308,13 +329,66 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// If more than 63 distinct user tables are used in the process, or
     /// `table` already serves locks of another [`Platform`].
     pub fn with_table(table: &'static ReaderTable) -> Self {
+        Self::with_table_and_class(table, ClassRef::TYPE)
+    }
+
+    /// An unlocked lock on the default [`ReaderTable`], in lock class
+    /// `class` (see [`LockClass`](crate::LockClass)).
+    #[cfg(not(loom))]
+    pub const fn with_class(class: ClassRef) -> Self {
+        Self {
+            inner: QRwCore::new(),
+            state: AtomicU64::new(FAST),
+            class,
+            _platform: PhantomData,
+        }
+    }
+
+    /// An unlocked lock whose readers use slots of `table`, in lock class
+    /// `class`.
+    ///
+    /// # Panics
+    /// As [`with_table`](Self::with_table).
+    pub fn with_table_and_class(table: &'static ReaderTable, class: ClassRef) -> Self {
         table.bind::<P>();
         let index = u64::from(table.register());
         let id = next_id();
         Self {
             inner: QRwCore::new(),
             state: AtomicU64::new(id << ID_SHIFT | index << TABLE_SHIFT | FAST),
+            class,
             _platform: PhantomData,
+        }
+    }
+
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    #[inline]
+    fn start(&self, access: Access) -> Pending {
+        hook::start(self.class, LockKind::PerCpuRwLock, self.addr(), access)
+    }
+
+    #[inline]
+    fn try_acquired(&self, access: Access) -> Held {
+        hook::try_acquired(self.class, LockKind::PerCpuRwLock, self.addr(), access)
+    }
+
+    /// Statistics: whether a read took its slot's fast path or the
+    /// underlying lock. Only with the hooks compiled in.
+    #[inline]
+    fn count_read_path(p: &Pending, token: &PerCpuReadToken) {
+        if hook::COMPILED {
+            if token
+                .slot
+                .is_some_and(|s| s.word().load(Ordering::Relaxed) & UNDERLYING == 0)
+            {
+                p.fast_read();
+            } else {
+                p.fallback_read();
+            }
         }
     }
 
@@ -435,7 +509,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 
     #[cold]
-    fn lock_shared_slow(&self) -> PerCpuReadToken {
+    fn lock_shared_slow(&self, contended: impl FnOnce()) -> PerCpuReadToken {
         self.ensure_id();
         let s = self.state.load(Ordering::Relaxed);
         let mine = self.my_slot();
@@ -447,7 +521,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if let Some(token) = self.try_lock_shared_fast(true) {
             return token;
         }
-        let _ = self.inner.lock_shared();
+        self.inner.lock_shared_hooked(contended);
         self.enter_underlying(mine)
     }
 
@@ -550,11 +624,18 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             fence(Ordering::SeqCst);
         }
         let id = old & ID_MASK;
+        // The statistics clock (no read without statistics).
+        let revoke_start = hook::clock_ns();
         P::reader_slots_in_use(|i| {
             if let Some(slot) = table.slot(i) {
                 wait_slot::<P>(slot, id);
             }
         });
+        hook::revocation(
+            self.class,
+            LockKind::PerCpuRwLock,
+            hook::clock_ns().saturating_sub(revoke_start),
+        );
         let keep = old & !(FAST | SYM | STAMP_MASK);
         if !table.inhibits() {
             // Xen: the bias comes back at unlock, in the mode the cost says.
@@ -647,6 +728,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return true;
         }
         // As in `revoke_and_decide`.
+        let revoke_start = hook::clock_ns();
         let old = self.state.fetch_and(!FAST, Ordering::Relaxed);
         if old & SYM == 0 {
             P::heavy_fence();
@@ -654,6 +736,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             fence(Ordering::SeqCst);
         }
         if self.no_fast_readers(old) {
+            hook::revocation(
+                self.class,
+                LockKind::PerCpuRwLock,
+                hook::clock_ns().saturating_sub(revoke_start),
+            );
             return true;
         }
         // A fast reader is inside: give the bias back. Release: an RMW,
@@ -775,14 +862,109 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
 
     #[inline]
     fn lock_shared(&self) -> PerCpuReadToken {
-        match self.try_lock_shared_fast(true) {
+        // Reads are recursive reads to lockdep: a read of a lock the thread
+        // already read-holds never waits (see "Recursive reads").
+        let mut p = self.start(Access::RecursiveRead);
+        let mut token = match self.try_lock_shared_fast(true) {
             Some(token) => token,
-            None => self.lock_shared_slow(),
-        }
+            // Without the hooks, an empty callback: no reference to `p`
+            // passed into the slow path.
+            None if hook::COMPILED => self.lock_shared_slow(|| p.contended()),
+            None => self.lock_shared_slow(|| {}),
+        };
+        Self::count_read_path(&p, &token);
+        token.held = p.acquired();
+        token
     }
 
     #[inline]
     fn try_lock_shared(&self) -> Option<PerCpuReadToken> {
+        let mut token = self.try_lock_shared_untracked()?;
+        if hook::COMPILED {
+            let p = hook::start_optimistic(self.class, LockKind::PerCpuRwLock, Access::Read);
+            Self::count_read_path(&p, &token);
+            let _ = p;
+            token.held = self.try_acquired(Access::RecursiveRead);
+        }
+        Some(token)
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self, token: PerCpuReadToken) {
+        // Taken before the release: the lock may be freed after it.
+        let addr = self.addr();
+        // SAFETY: the token came from a read of this lock (caller's
+        // contract).
+        unsafe { self.release_read(token.slot) };
+        token.held.release(addr);
+    }
+
+    #[inline]
+    fn lock_exclusive(&self) -> PerCpuWriteToken {
+        let mut p = self.start(Access::Write);
+        if hook::COMPILED {
+            self.inner.lock_exclusive_hooked(|| p.contended());
+        } else {
+            self.inner.lock_exclusive_hooked(|| {});
+        }
+        let next = self.revoke_and_decide();
+        PerCpuWriteToken {
+            next,
+            held: p.acquired(),
+        }
+    }
+
+    #[inline]
+    fn try_lock_exclusive(&self) -> Option<PerCpuWriteToken> {
+        let _ = self.inner.try_lock_exclusive()?;
+        self.ensure_id();
+        let before = self.state.load(Ordering::Relaxed);
+        if self.try_revoke() {
+            // `try_revoke` left FAST clear; unlock comes back to the mode
+            // the lock was in (a try, which waited for no one, decides
+            // nothing).
+            return Some(PerCpuWriteToken {
+                next: before,
+                held: self.try_acquired(Access::Write),
+            });
+        }
+        // SAFETY: we took the underlying write lock above.
+        unsafe { self.inner.unlock_exclusive(GuardSend::new()) };
+        None
+    }
+
+    #[inline]
+    unsafe fn unlock_exclusive(&self, token: PerCpuWriteToken) {
+        let addr = self.addr();
+        self.leave(token.next);
+        // SAFETY: the token stands for our underlying write lock, whose guard
+        // state is `GuardSend`.
+        unsafe { self.inner.unlock_exclusive(GuardSend::new()) };
+        token.held.release(addr);
+    }
+
+    /// Whether the lock is held in any mode: the underlying lock, then the
+    /// slots of the lock's table (a scan). Exact for the calling thread's
+    /// own holds, so `assert!(lock.is_locked())` inside a read section never
+    /// fails; a snapshot for other threads' holds.
+    fn is_locked(&self) -> bool {
+        if self.inner.is_locked() {
+            return true;
+        }
+        let s = self.state.load(Ordering::Relaxed);
+        s & ID_MASK != 0 && !self.no_fast_readers(s)
+    }
+
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        self.inner.is_locked_exclusive()
+    }
+}
+
+impl<P: Platform> RawPerCpuRwLock<P> {
+    /// `try_lock_shared` without the hooks.
+    #[inline]
+    fn try_lock_shared_untracked(&self) -> Option<PerCpuReadToken> {
         if let Some(token) = self.try_lock_shared_fast(false) {
             return Some(token);
         }
@@ -799,9 +981,14 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         Some(self.enter_underlying(mine))
     }
 
+    /// `unlock_shared` without the hooks: releases the read that `slot`
+    /// (a read token's) stands for.
+    ///
+    /// # Safety
+    /// The caller holds that read of this lock.
     #[inline]
-    unsafe fn unlock_shared(&self, token: PerCpuReadToken) {
-        let Some(slot) = token.slot else {
+    unsafe fn release_read(&self, slot: Option<&'static Slot>) {
+        let Some(slot) = slot else {
             // SAFETY: a token without a slot holds the underlying read lock,
             // whose guard state is the stateless `GuardSend`.
             unsafe { self.unlock_underlying_listed() };
@@ -827,57 +1014,6 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         }
     }
 
-    #[inline]
-    fn lock_exclusive(&self) -> PerCpuWriteToken {
-        let _ = self.inner.lock_exclusive();
-        PerCpuWriteToken {
-            next: self.revoke_and_decide(),
-        }
-    }
-
-    #[inline]
-    fn try_lock_exclusive(&self) -> Option<PerCpuWriteToken> {
-        let _ = self.inner.try_lock_exclusive()?;
-        self.ensure_id();
-        let before = self.state.load(Ordering::Relaxed);
-        if self.try_revoke() {
-            // `try_revoke` left FAST clear; unlock comes back to the mode
-            // the lock was in (a try, which waited for no one, decides
-            // nothing).
-            return Some(PerCpuWriteToken { next: before });
-        }
-        // SAFETY: we took the underlying write lock above.
-        unsafe { self.inner.unlock_exclusive(GuardSend::new()) };
-        None
-    }
-
-    #[inline]
-    unsafe fn unlock_exclusive(&self, token: PerCpuWriteToken) {
-        self.leave(token.next);
-        // SAFETY: the token stands for our underlying write lock, whose guard
-        // state is `GuardSend`.
-        unsafe { self.inner.unlock_exclusive(GuardSend::new()) };
-    }
-
-    /// Whether the lock is held in any mode: the underlying lock, then the
-    /// slots of the lock's table (a scan). Exact for the calling thread's
-    /// own holds, so `assert!(lock.is_locked())` inside a read section never
-    /// fails; a snapshot for other threads' holds.
-    fn is_locked(&self) -> bool {
-        if self.inner.is_locked() {
-            return true;
-        }
-        let s = self.state.load(Ordering::Relaxed);
-        s & ID_MASK != 0 && !self.no_fast_readers(s)
-    }
-
-    #[inline]
-    fn is_locked_exclusive(&self) -> bool {
-        self.inner.is_locked_exclusive()
-    }
-}
-
-impl<P: Platform> RawPerCpuRwLock<P> {
     /// Releases a recursive read, or a slow read recorded in our slot.
     ///
     /// # Safety
@@ -918,7 +1054,12 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawPerCpuRwLock<P> {
         // SAFETY: the token stands for our underlying write lock.
         let _ = unsafe { self.inner.downgrade(GuardSend::new()) };
         // The id exists (the write assigned it), so this cannot panic.
-        self.enter_underlying(mine)
+        let mut read = self.enter_underlying(mine);
+        // We still read-hold the lock. A downgrade never waits: the read is
+        // recorded as a try (no lockdep dependency into it).
+        token.held.release(self.addr());
+        read.held = self.try_acquired(Access::RecursiveRead);
+        read
     }
 }
 
@@ -928,21 +1069,33 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawPerCpuRwLock<P> {
 // set FAST) and then revokes the bias as a writer does, so it ends with
 // everything a write lock holds. Forgetting the guard leaves the underlying upgradable read held.
 unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
-    type UpgradableGuard = PhantomData<fn() -> P>;
+    /// What statistics and lockdep remember of the hold (an upgradable
+    /// read is a write to them; zero-sized without the features).
+    type UpgradableGuard = Held;
 
-    fn lock_upgradable(&self) -> Self::UpgradableGuard {
+    fn lock_upgradable(&self) -> Held {
         self.ensure_id();
-        self.inner.lock_upgradable()
+        let mut p = self.start(Access::Write);
+        if hook::COMPILED {
+            self.inner.lock_upgradable_hooked(|| p.contended());
+        } else {
+            self.inner.lock_upgradable_hooked(|| {});
+        }
+        p.acquired()
     }
 
-    fn try_lock_upgradable(&self) -> Option<Self::UpgradableGuard> {
+    fn try_lock_upgradable(&self) -> Option<Held> {
         self.ensure_id();
-        self.inner.try_lock_upgradable()
+        self.inner
+            .try_lock_upgradable()
+            .map(|_| self.try_acquired(Access::Write))
     }
 
-    unsafe fn unlock_upgradable(&self, guard: Self::UpgradableGuard) {
+    unsafe fn unlock_upgradable(&self, guard: Held) {
+        let addr = self.addr();
         // SAFETY: the guard came from `lock_upgradable` (caller's contract).
-        unsafe { self.inner.unlock_upgradable(guard) };
+        unsafe { self.inner.unlock_upgradable(PhantomData) };
+        guard.release(addr);
     }
 
     unsafe fn upgrade(&self, guard: Self::UpgradableGuard) -> PerCpuWriteToken {
@@ -952,9 +1105,10 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
         // our scan (a slow reader may set FAST once the inhibition window
         // is over), and fast readers would then share our write.
         // SAFETY: the guard came from `lock_upgradable` (caller's contract).
-        let _ = unsafe { self.inner.upgrade(guard) };
+        let _ = unsafe { self.inner.upgrade(PhantomData) };
         PerCpuWriteToken {
             next: self.revoke_and_decide(),
+            held: guard,
         }
     }
 
@@ -971,9 +1125,12 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
         let before = self.state.load(Ordering::Relaxed);
         if self.try_revoke() {
             // SAFETY: the guard is the upgradable read's, now a write.
-            unsafe { self.inner.finish_upgrade(guard) };
+            unsafe { self.inner.finish_upgrade(PhantomData) };
             // A try leaves the mode as it found it.
-            return Ok(PerCpuWriteToken { next: before });
+            return Ok(PerCpuWriteToken {
+                next: before,
+                held: guard,
+            });
         }
         // Fast readers are inside (`try_revoke` gave the bias back): back to
         // the upgradable read.

@@ -443,7 +443,7 @@ impl<P: Platform> QRwCore<P> {
     /// The read fast path; `contended` is called if the read must wait
     /// (statistics: [`RawQRwLock`] passes its hook, the core nothing).
     #[inline]
-    fn lock_shared_hooked(&self, contended: impl FnOnce()) {
+    pub(crate) fn lock_shared_hooked(&self, contended: impl FnOnce()) {
         // Acquire pairs with the Release unlock of the last writer.
         let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
         if old & (W_MASK | READER_OVERFLOW | QUIET) != 0 {
@@ -457,7 +457,7 @@ impl<P: Platform> QRwCore<P> {
 
     /// The write fast path; `contended` as in `lock_shared_hooked`.
     #[inline]
-    fn lock_exclusive_hooked(&self, contended: impl FnOnce()) {
+    pub(crate) fn lock_exclusive_hooked(&self, contended: impl FnOnce()) {
         // Acquire pairs with the previous holders' Release.
         if let Err(v) =
             self.cnts
@@ -469,7 +469,7 @@ impl<P: Platform> QRwCore<P> {
 
     /// The upgradable-read acquisition; `contended` as in
     /// `lock_shared_hooked` (called if the queue lock is taken).
-    fn lock_upgradable_hooked(&self, contended: impl FnOnce()) {
+    pub(crate) fn lock_upgradable_hooked(&self, contended: impl FnOnce()) {
         if !self.wait_lock.try_lock_fast() {
             contended();
             self.wait_lock.lock_slow();

@@ -14,9 +14,6 @@ const INSTRUMENTED: bool = cfg!(any(feature = "stats", feature = "lockdep"));
 
 #[test]
 fn sizes() {
-    // PerCpuRwLock is not instrumented yet: fixed size (its underlying lock
-    // is a QRwLock core, without a class).
-    assert_eq!(size_of::<RawPerCpuRwLock>(), 16);
     // RefreshOnce is three 128-byte lines either way.
     assert_eq!(size_of::<RefreshOnce<u64>>(), 384);
 
@@ -29,6 +26,8 @@ fn sizes() {
         // The count word and the queue lock's core, then the class.
         assert_eq!(size_of::<RawQRwLock>(), 24);
         assert_eq!(size_of::<QRwLock<()>>(), 24);
+        // The underlying lock's core and the state word, then the class.
+        assert_eq!(size_of::<RawPerCpuRwLock>(), 32);
         assert_eq!(size_of::<SeqLock<u64>>(), 24 + 16);
         assert!(size_of::<Held>() <= 16);
     } else {
@@ -39,6 +38,9 @@ fn sizes() {
         assert_eq!(size_of::<RawQRwLock>(), 8);
         assert_eq!(size_of::<QRwLock<()>>(), 8);
         assert_eq!(size_of::<scalelock::QRwLockReadGuard<'static, ()>>(), 8);
+        assert_eq!(size_of::<RawPerCpuRwLock>(), 16);
+        assert_eq!(size_of::<scalelock::PerCpuReadToken>(), 8);
+        assert_eq!(size_of::<scalelock::PerCpuWriteToken>(), 8);
         assert_eq!(size_of::<Held>(), 0);
         assert_eq!(size_of::<Pending>(), 0);
         // sequence + writer lock (+ padding) + value: as before classes.

@@ -6,8 +6,8 @@
 use std::thread;
 
 use scalelock::{
-    ClassRef, LockClass, QRwLock, QRwLockUpgradableReadGuard, QRwLockWriteGuard, QSpinLock,
-    RawQRwLock, RawQSpinLock, lockdep,
+    ClassRef, LockClass, PerCpuRwLock, QRwLock, QRwLockUpgradableReadGuard, QRwLockWriteGuard,
+    QSpinLock, RawPerCpuRwLock, RawQRwLock, RawQSpinLock, lockdep,
 };
 
 /// Runs `f` on a thread named `name`; its panic message, if it panicked.
@@ -172,4 +172,49 @@ fn qrwlock_downgrade_and_upgrade_keep_lockdep_balanced() {
         assert_eq!(lockdep::held_count(), 0);
     });
     assert_eq!(r, None);
+}
+
+/// PerCpuRwLock reads are recursive reads (a thread's second read never
+/// waits), so they are not reported; a read-write order inversion with
+/// another lock is.
+#[test]
+fn percpu_recursive_reads_pass_and_inversions_are_reported() {
+    static A: LockClass = LockClass::new("percpu-order-A");
+    static B: LockClass = LockClass::new("percpu-order-B");
+    static LA: PerCpuRwLock<u32> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&A)), 0);
+    static LB: QSpinLock<u32> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&B)), 0);
+    let first = on_thread("percpu-first", || {
+        let r1 = LA.read();
+        let r2 = LA.read();
+        assert_eq!(lockdep::held_count(), 2);
+        let _b = LB.lock();
+        drop((r1, r2));
+    });
+    assert_eq!(first, None, "recursive reads, then B, are fine");
+    let report = on_thread("percpu-second", || {
+        let _b = LB.lock();
+        let _a = LA.write(); // closes A -> B -> A
+        unreachable!("lockdep must report before writing A");
+    })
+    .expect("B then A must be reported");
+    assert!(
+        report.contains("possible circular locking dependency"),
+        "{report}"
+    );
+    assert!(
+        report.contains("thread 'percpu-second' is taking \"percpu-order-A\""),
+        "{report}"
+    );
+    assert!(!LA.is_locked());
+    assert_eq!(
+        on_thread("percpu-balanced", || {
+            let w = LA.write();
+            let r = scalelock::PerCpuRwLockWriteGuard::downgrade(w);
+            assert_eq!(lockdep::held_count(), 1);
+            drop(r);
+            assert_eq!(lockdep::held_count(), 0);
+        }),
+        None
+    );
 }

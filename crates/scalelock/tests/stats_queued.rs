@@ -14,8 +14,9 @@ use std::time::Duration;
 use hook_lock::wait_until;
 use scalelock::stats::{self, bucket_of};
 use scalelock::{
-    ClassRef, LockClass, LockKind, QRwLock, QRwLockReadGuard, QRwLockUpgradableReadGuard,
-    QRwLockWriteGuard, QSpinLock, RawQRwLock, RawQSpinLock, SeqLock,
+    ClassRef, LockClass, LockKind, PerCpuRwLock, QRwLock, QRwLockReadGuard,
+    QRwLockUpgradableReadGuard, QRwLockWriteGuard, QSpinLock, RawPerCpuRwLock, RawQRwLock,
+    RawQSpinLock, SeqLock,
 };
 
 fn setup() {
@@ -227,4 +228,65 @@ fn qrwlock_contended_reads_and_writes() {
     assert_eq!(st.write.contended, 1);
     assert!(st.write.wait.max_ns >= hold_ns);
     assert!(st.write.hold.max_ns >= hold_ns);
+}
+
+/// One thread, one lock: the first read takes the fast path (biased mode),
+/// a write revokes the bias, and reads then fast again (the Xen-style
+/// default table brings the bias back at unlock).
+#[test]
+fn percpu_counts_fast_reads_writes_and_revocations() {
+    setup();
+    static C: LockClass = LockClass::new("percpu-counts");
+    static L: PerCpuRwLock<u64> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&C)), 0);
+    // The first read assigns the lock's id (the slow path, through the
+    // underlying lock); the next ones are fast.
+    assert_eq!(*L.read(), 0);
+    let before = class_stats("percpu-counts");
+    assert_eq!(before.kind, Some(LockKind::PerCpuRwLock));
+    assert_eq!(before.read.acquisitions, 1);
+    assert_eq!(before.events.fast_reads + before.events.fallback_reads, 1);
+    for _ in 0..5 {
+        assert_eq!(*L.read(), 0);
+    }
+    *L.write() += 1;
+    assert_eq!(*L.try_read().unwrap(), 1);
+    *L.try_write().unwrap() += 1;
+
+    let st = class_stats("percpu-counts");
+    assert_eq!(st.read.acquisitions, 7);
+    assert_eq!(st.read.hold.count, 7);
+    assert_eq!(st.events.fast_reads + st.events.fallback_reads, 7);
+    assert!(st.events.fast_reads >= 5, "{:?}", st.events);
+    assert_eq!(st.write.acquisitions, 2);
+    assert_eq!(st.write.hold.count, 2);
+    // The write found the bias on (fast reads happened): it revoked it.
+    assert!(st.events.revocations.count >= 1, "{:?}", st.events);
+    assert_eq!((st.read.contended, st.write.contended), (0, 0));
+}
+
+/// A writer waits for another writer (on the underlying lock): contended.
+#[test]
+fn percpu_contended_writer_waits_for_the_holder() {
+    setup();
+    const HOLD: Duration = Duration::from_millis(5);
+    static C: LockClass = LockClass::new("percpu-contended");
+    static L: PerCpuRwLock<u64> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&C)), 0);
+    thread::scope(|s| {
+        let mut g = L.write();
+        s.spawn(|| *L.write() += 1);
+        wait_until("the writer is contended", || {
+            contended("percpu-contended") == 1
+        });
+        thread::sleep(HOLD);
+        *g = 1;
+    });
+    assert_eq!(*L.read(), 2);
+    let st = class_stats("percpu-contended");
+    let hold_ns = HOLD.as_nanos() as u64;
+    assert_eq!((st.write.acquisitions, st.write.contended), (2, 1));
+    assert!(st.write.wait.max_ns >= hold_ns);
+    assert!(st.write.hold.max_ns >= hold_ns);
+    assert_eq!(st.read.acquisitions, 1);
 }
