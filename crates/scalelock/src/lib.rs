@@ -40,9 +40,15 @@
 //! off (no code, no bytes; see [`hook`] for the cost when on):
 //! - `stats`: lockstat per class, wait and hold times, what the algorithms
 //!   saw, a `/proc/lock_stat`-style table and an advisor that says which
-//!   lock a class should be (`stats` module). Today [`SeqLock`] and
-//!   [`RefreshOnce`] report through it (retries, coalesced callers);
-//!   `QSpinLock`, `QRwLock` and `PerCpuRwLock` are not instrumented yet.
+//!   lock a class should be (`stats` module). Every lock reports through
+//!   it: [`SeqLock`] and [`RefreshOnce`] (with retries, coalesced
+//!   callers), [`QSpinLock`], [`QRwLock`] and [`PerCpuRwLock`]
+//!   (acquisitions, contended acquisitions, wait and hold times, reads and
+//!   writes apart; `PerCpuRwLock` also fast and fallback reads and
+//!   revocations with their cost). Not reported yet: the queued locks'
+//!   slow-path events (pending path, queue depth, batch ends, hand-offs,
+//!   parks and wakes), and a `PerCpuRwLock` read that waits for a writer
+//!   while the bias is off counts as a fallback read but not as contended.
 //! - `lockdep`: lock-order checking that reports a possible deadlock at the
 //!   first acquisition that closes a cycle, and recursive locking
 //!   (`lockdep` module), for the locks that call the hooks (the same ones

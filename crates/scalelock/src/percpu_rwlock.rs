@@ -153,8 +153,10 @@ use core::marker::PhantomData;
 
 use lock_api::{GuardNoSend, GuardSend, RawRwLock, RawRwLockDowngrade, RawRwLockUpgrade};
 
+use crate::class::{Access, ClassRef, LockKind};
+use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
-use crate::qrwlock::RawQRwLock;
+use crate::qrwlock::QRwCore;
 use crate::reader_table::{ReaderTable, Slot, table_at};
 use crate::sync::atomic::{AtomicU64, Ordering, fence};
 use crate::wait::parking::{park, prepare as park_prepare, unpark_all};
@@ -214,12 +216,23 @@ fn since_stamp(state: u64, now_ns: u64) -> i64 {
 /// thread's own slot; see the module documentation.
 ///
 /// 16 bytes, plus a [`ReaderTable`] shared by many locks.
+///
+/// A lock is in a [lock class](crate::LockClass): `new`, `INIT` and
+/// `with_table` put it in the `PerCpuRwLock` type class, `with_class` and
+/// `with_table_and_class` in another. Without the `stats` and `lockdep`
+/// features the class is zero-sized; with them the lock is 32 bytes and the
+/// tokens carry the hooks' [`Held`]. Reads are recursive reads to lockdep
+/// (a read of a lock the thread already read-holds never waits); an
+/// upgradable read counts as a write.
 #[repr(C)]
 pub struct RawPerCpuRwLock<P: Platform = DefaultPlatform> {
     /// Writers and slow readers.
-    inner: RawQRwLock<P>,
+    inner: QRwCore<P>,
     /// `id | stamp | table | SYM | FAST`; see the module documentation.
     state: AtomicU64,
+    /// The lock class (zero-sized without the `stats` and `lockdep`
+    /// features).
+    class: ClassRef,
     _platform: PhantomData<fn() -> P>,
 }
 
@@ -254,6 +267,8 @@ impl<T, P: Platform> PerCpuRwLockExt<T> for lock_api::RwLock<RawPerCpuRwLock<P>,
 /// as std's and parking_lot's can.
 pub struct PerCpuReadToken {
     slot: Option<&'static Slot>,
+    /// Statistics and lockdep state of the hold (zero-sized without them).
+    held: Held,
     _not_send: PhantomData<GuardNoSend>,
 }
 
@@ -262,6 +277,7 @@ impl PerCpuReadToken {
     fn slot(slot: &'static Slot) -> Self {
         Self {
             slot: Some(slot),
+            held: Held::NONE,
             _not_send: PhantomData,
         }
     }
@@ -269,6 +285,7 @@ impl PerCpuReadToken {
     fn underlying() -> Self {
         Self {
             slot: None,
+            held: Held::NONE,
             _not_send: PhantomData,
         }
     }
@@ -278,6 +295,8 @@ impl PerCpuReadToken {
 /// leaves (its mode bits and stamp), decided by the write.
 pub struct PerCpuWriteToken {
     next: u64,
+    /// Statistics and lockdep state of the hold (zero-sized without them).
+    held: Held,
 }
 
 impl<P: Platform> RawPerCpuRwLock<P> {
@@ -285,8 +304,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         Self {
-            inner: RawQRwLock::new(),
+            inner: QRwCore::new(),
             state: AtomicU64::new(FAST),
+            class: ClassRef::TYPE,
             _platform: PhantomData,
         }
     }
@@ -295,8 +315,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     #[cfg(loom)]
     pub fn new() -> Self {
         Self {
-            inner: RawQRwLock::new(),
+            inner: QRwCore::new(),
             state: AtomicU64::new(FAST),
+            class: ClassRef::TYPE,
             _platform: PhantomData,
         }
     }
@@ -308,13 +329,66 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// If more than 63 distinct user tables are used in the process, or
     /// `table` already serves locks of another [`Platform`].
     pub fn with_table(table: &'static ReaderTable) -> Self {
+        Self::with_table_and_class(table, ClassRef::TYPE)
+    }
+
+    /// An unlocked lock on the default [`ReaderTable`], in lock class
+    /// `class` (see [`LockClass`](crate::LockClass)).
+    #[cfg(not(loom))]
+    pub const fn with_class(class: ClassRef) -> Self {
+        Self {
+            inner: QRwCore::new(),
+            state: AtomicU64::new(FAST),
+            class,
+            _platform: PhantomData,
+        }
+    }
+
+    /// An unlocked lock whose readers use slots of `table`, in lock class
+    /// `class`.
+    ///
+    /// # Panics
+    /// As [`with_table`](Self::with_table).
+    pub fn with_table_and_class(table: &'static ReaderTable, class: ClassRef) -> Self {
         table.bind::<P>();
         let index = u64::from(table.register());
         let id = next_id();
         Self {
-            inner: RawQRwLock::new(),
+            inner: QRwCore::new(),
             state: AtomicU64::new(id << ID_SHIFT | index << TABLE_SHIFT | FAST),
+            class,
             _platform: PhantomData,
+        }
+    }
+
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    #[inline]
+    fn start(&self, access: Access) -> Pending {
+        hook::start(self.class, LockKind::PerCpuRwLock, self.addr(), access)
+    }
+
+    #[inline]
+    fn try_acquired(&self, access: Access) -> Held {
+        hook::try_acquired(self.class, LockKind::PerCpuRwLock, self.addr(), access)
+    }
+
+    /// Statistics: whether a read took its slot's fast path or the
+    /// underlying lock. Only with the hooks compiled in.
+    #[inline]
+    fn count_read_path(p: &Pending, token: &PerCpuReadToken) {
+        if hook::COMPILED {
+            if token
+                .slot
+                .is_some_and(|s| s.word().load(Ordering::Relaxed) & UNDERLYING == 0)
+            {
+                p.fast_read();
+            } else {
+                p.fallback_read();
+            }
         }
     }
 
@@ -459,7 +533,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 
     #[cold]
-    fn lock_shared_slow(&self) -> PerCpuReadToken {
+    fn lock_shared_slow(&self, contended: impl FnOnce()) -> PerCpuReadToken {
         self.ensure_id();
         let s = self.state.load(Ordering::Relaxed);
         let mine = self.my_slot();
@@ -471,7 +545,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if let Some(token) = self.try_lock_shared_fast(true) {
             return token;
         }
-        let _ = self.inner.lock_shared();
+        self.inner.lock_shared_hooked(contended);
         self.enter_underlying(mine)
     }
 
@@ -574,11 +648,18 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             fence(Ordering::SeqCst);
         }
         let id = old & ID_MASK;
+        // The statistics clock (no read without statistics).
+        let revoke_start = hook::clock_ns();
         P::reader_slots_in_use(|i| {
             if let Some(slot) = table.slot(i) {
                 wait_slot::<P>(slot, id);
             }
         });
+        hook::revocation(
+            self.class,
+            LockKind::PerCpuRwLock,
+            hook::clock_ns().saturating_sub(revoke_start),
+        );
         let keep = old & !(FAST | SYM | STAMP_MASK);
         if !table.inhibits() {
             // Xen: the bias comes back at unlock, in the mode the cost says.
@@ -671,6 +752,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return true;
         }
         // As in `revoke_and_decide`.
+        let revoke_start = hook::clock_ns();
         let old = self.state.fetch_and(!FAST, Ordering::Relaxed);
         if old & SYM == 0 {
             P::heavy_fence();
@@ -678,6 +760,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             fence(Ordering::SeqCst);
         }
         if self.no_fast_readers(old) {
+            hook::revocation(
+                self.class,
+                LockKind::PerCpuRwLock,
+                hook::clock_ns().saturating_sub(revoke_start),
+            );
             return true;
         }
         // A fast reader is inside: give the bias back. Release: an RMW,
@@ -799,57 +886,55 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
 
     #[inline(always)]
     fn lock_shared(&self) -> PerCpuReadToken {
-        match self.try_lock_shared_fast(true) {
+        // Reads are recursive reads to lockdep: a read of a lock the thread
+        // already read-holds never waits (see "Recursive reads").
+        let mut p = self.start(Access::RecursiveRead);
+        let mut token = match self.try_lock_shared_fast(true) {
             Some(token) => token,
-            None => self.lock_shared_slow(),
-        }
+            // Without the hooks, an empty callback: no reference to `p`
+            // passed into the slow path.
+            None if hook::COMPILED => self.lock_shared_slow(|| p.contended()),
+            None => self.lock_shared_slow(|| {}),
+        };
+        Self::count_read_path(&p, &token);
+        token.held = p.acquired();
+        token
     }
 
     #[inline]
     fn try_lock_shared(&self) -> Option<PerCpuReadToken> {
-        if let Some(token) = self.try_lock_shared_fast(false) {
-            return Some(token);
+        let mut token = self.try_lock_shared_untracked()?;
+        if hook::COMPILED {
+            let p = hook::start_optimistic(self.class, LockKind::PerCpuRwLock, Access::Read);
+            Self::count_read_path(&p, &token);
+            let _ = p;
+            token.held = self.try_acquired(Access::RecursiveRead);
         }
-        self.ensure_id();
-        let s = self.state.load(Ordering::Relaxed);
-        let mine = self.my_slot();
-        if let Some(token) = self.recursive_read(s, mine) {
-            return Some(token);
-        }
-        if let Some(token) = self.try_lock_shared_fast(false) {
-            return Some(token);
-        }
-        let _ = self.inner.try_lock_shared()?;
-        Some(self.enter_underlying(mine))
+        Some(token)
     }
 
     #[inline(always)]
     unsafe fn unlock_shared(&self, token: PerCpuReadToken) {
-        let Some(slot) = token.slot else {
-            // SAFETY: a token without a slot holds the underlying read lock,
-            // whose guard state is the stateless `GuardSend`.
-            unsafe { self.unlock_underlying_listed() };
-            return;
-        };
-        let cur = slot.word().load(Ordering::Relaxed);
-        debug_assert_eq!(
-            (cur ^ self.state.load(Ordering::Relaxed)) & ID_MASK,
-            0,
-            "read token names another lock's slot"
-        );
-        if cur & (DEPTH_MASK | UNDERLYING) == ONE_DEPTH {
-            release_slot::<P>(slot);
-        } else {
-            // SAFETY: `slot` is ours and records a read of this lock.
-            unsafe { self.unlock_shared_recorded(slot, cur) };
-        }
+        // Taken before the release: the lock may be freed after it.
+        let addr = self.addr();
+        // SAFETY: the token came from a read of this lock (caller's
+        // contract).
+        unsafe { self.release_read(token.slot) };
+        token.held.release(addr);
     }
 
     #[inline]
     fn lock_exclusive(&self) -> PerCpuWriteToken {
-        let _ = self.inner.lock_exclusive();
+        let mut p = self.start(Access::Write);
+        if hook::COMPILED {
+            self.inner.lock_exclusive_hooked(|| p.contended());
+        } else {
+            self.inner.lock_exclusive_hooked(|| {});
+        }
+        let next = self.revoke_and_decide();
         PerCpuWriteToken {
-            next: self.revoke_and_decide(),
+            next,
+            held: p.acquired(),
         }
     }
 
@@ -862,7 +947,10 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
             // `try_revoke` left FAST clear; unlock comes back to the mode
             // the lock was in (a try, which waited for no one, decides
             // nothing).
-            return Some(PerCpuWriteToken { next: before });
+            return Some(PerCpuWriteToken {
+                next: before,
+                held: self.try_acquired(Access::Write),
+            });
         }
         // SAFETY: we took the underlying write lock above.
         unsafe { self.inner.unlock_exclusive(GuardSend::new()) };
@@ -871,10 +959,12 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
 
     #[inline]
     unsafe fn unlock_exclusive(&self, token: PerCpuWriteToken) {
+        let addr = self.addr();
         self.leave(token.next);
         // SAFETY: the token stands for our underlying write lock, whose guard
         // state is `GuardSend`.
         unsafe { self.inner.unlock_exclusive(GuardSend::new()) };
+        token.held.release(addr);
     }
 
     /// Whether the lock is held in any mode: the underlying lock, then the
@@ -896,6 +986,52 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
 }
 
 impl<P: Platform> RawPerCpuRwLock<P> {
+    /// `try_lock_shared` without the hooks.
+    #[inline]
+    fn try_lock_shared_untracked(&self) -> Option<PerCpuReadToken> {
+        if let Some(token) = self.try_lock_shared_fast(false) {
+            return Some(token);
+        }
+        self.ensure_id();
+        let s = self.state.load(Ordering::Relaxed);
+        let mine = self.my_slot();
+        if let Some(token) = self.recursive_read(s, mine) {
+            return Some(token);
+        }
+        if let Some(token) = self.try_lock_shared_fast(false) {
+            return Some(token);
+        }
+        let _ = self.inner.try_lock_shared()?;
+        Some(self.enter_underlying(mine))
+    }
+
+    /// `unlock_shared` without the hooks: releases the read that `slot`
+    /// (a read token's) stands for.
+    ///
+    /// # Safety
+    /// The caller holds that read of this lock.
+    #[inline(always)]
+    unsafe fn release_read(&self, slot: Option<&'static Slot>) {
+        let Some(slot) = slot else {
+            // SAFETY: a token without a slot holds the underlying read lock,
+            // whose guard state is the stateless `GuardSend`.
+            unsafe { self.unlock_underlying_listed() };
+            return;
+        };
+        let cur = slot.word().load(Ordering::Relaxed);
+        debug_assert_eq!(
+            (cur ^ self.state.load(Ordering::Relaxed)) & ID_MASK,
+            0,
+            "read token names another lock's slot"
+        );
+        if cur & (DEPTH_MASK | UNDERLYING) == ONE_DEPTH {
+            release_slot::<P>(slot);
+        } else {
+            // SAFETY: `slot` is ours and records a read of this lock.
+            unsafe { self.unlock_shared_recorded(slot, cur) };
+        }
+    }
+
     /// Releases a recursive read, or a slow read recorded in our slot.
     ///
     /// # Safety
@@ -937,7 +1073,12 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawPerCpuRwLock<P> {
         // SAFETY: the token stands for our underlying write lock.
         let _ = unsafe { self.inner.downgrade(GuardSend::new()) };
         // The id exists (the write assigned it), so this cannot panic.
-        self.enter_underlying(mine)
+        let mut read = self.enter_underlying(mine);
+        // We still read-hold the lock. A downgrade never waits: the read is
+        // recorded as a try (no lockdep dependency into it).
+        token.held.release(self.addr());
+        read.held = self.try_acquired(Access::RecursiveRead);
+        read
     }
 }
 
@@ -947,21 +1088,33 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawPerCpuRwLock<P> {
 // set FAST) and then revokes the bias as a writer does, so it ends with
 // everything a write lock holds. Forgetting the guard leaves the underlying upgradable read held.
 unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
-    type UpgradableGuard = <RawQRwLock<P> as RawRwLockUpgrade>::UpgradableGuard;
+    /// What statistics and lockdep remember of the hold (an upgradable
+    /// read is a write to them; zero-sized without the features).
+    type UpgradableGuard = Held;
 
-    fn lock_upgradable(&self) -> Self::UpgradableGuard {
+    fn lock_upgradable(&self) -> Held {
         self.ensure_id();
-        self.inner.lock_upgradable()
+        let mut p = self.start(Access::Write);
+        if hook::COMPILED {
+            self.inner.lock_upgradable_hooked(|| p.contended());
+        } else {
+            self.inner.lock_upgradable_hooked(|| {});
+        }
+        p.acquired()
     }
 
-    fn try_lock_upgradable(&self) -> Option<Self::UpgradableGuard> {
+    fn try_lock_upgradable(&self) -> Option<Held> {
         self.ensure_id();
-        self.inner.try_lock_upgradable()
+        self.inner
+            .try_lock_upgradable()
+            .map(|_| self.try_acquired(Access::Write))
     }
 
-    unsafe fn unlock_upgradable(&self, guard: Self::UpgradableGuard) {
+    unsafe fn unlock_upgradable(&self, guard: Held) {
+        let addr = self.addr();
         // SAFETY: the guard came from `lock_upgradable` (caller's contract).
-        unsafe { self.inner.unlock_upgradable(guard) };
+        unsafe { self.inner.unlock_upgradable(PhantomData) };
+        guard.release(addr);
     }
 
     unsafe fn upgrade(&self, guard: Self::UpgradableGuard) -> PerCpuWriteToken {
@@ -971,9 +1124,10 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
         // our scan (a slow reader may set FAST once the inhibition window
         // is over), and fast readers would then share our write.
         // SAFETY: the guard came from `lock_upgradable` (caller's contract).
-        let _ = unsafe { self.inner.upgrade(guard) };
+        let _ = unsafe { self.inner.upgrade(PhantomData) };
         PerCpuWriteToken {
             next: self.revoke_and_decide(),
+            held: guard,
         }
     }
 
@@ -990,9 +1144,12 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
         let before = self.state.load(Ordering::Relaxed);
         if self.try_revoke() {
             // SAFETY: the guard is the upgradable read's, now a write.
-            unsafe { self.inner.finish_upgrade(guard) };
+            unsafe { self.inner.finish_upgrade(PhantomData) };
             // A try leaves the mode as it found it.
-            return Ok(PerCpuWriteToken { next: before });
+            return Ok(PerCpuWriteToken {
+                next: before,
+                held: guard,
+            });
         }
         // Fast readers are inside (`try_revoke` gave the bias back): back to
         // the upgradable read.

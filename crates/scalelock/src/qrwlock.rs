@@ -2,7 +2,7 @@
 //!
 //! After Linux's `kernel/locking/qrwlock.c` (seed 001): a 32-bit count word
 //! that readers and writers update with one atomic each on their fast paths,
-//! plus a [`RawQSpinLock`] (`wait_lock`) on which every *contended* acquirer
+//! plus a [`RawQSpinLock`](crate::RawQSpinLock)'s core (`wait_lock`) on which every *contended* acquirer
 //! queues, so that contended readers and writers are served in arrival order.
 //!
 //! # The count word
@@ -164,10 +164,12 @@
 
 use core::marker::PhantomData;
 
-use lock_api::{GuardSend, RawMutex, RawRwLock, RawRwLockDowngrade, RawRwLockUpgrade};
+use lock_api::{GuardSend, RawRwLock, RawRwLockDowngrade, RawRwLockUpgrade};
 
+use crate::class::{Access, ClassRef, LockKind};
+use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
-use crate::qspinlock::RawQSpinLock;
+use crate::qspinlock::QSpinCore;
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{Backoff, BatchClock, QuietPoll, TUNING};
 
@@ -194,15 +196,16 @@ const fn readers(word: u32) -> u32 {
     (word & READERS_MASK) / ONE_READER
 }
 
-/// An 8-byte queued reader-writer lock; see the module documentation.
-///
-/// `P` is the platform: how waiters sleep and where queue nodes live.
+/// The lock itself, without statistics or lockdep: the count word and the
+/// queue lock described in the module documentation. [`RawQRwLock`] is this
+/// plus a lock class and the hooks; `PerCpuRwLock`'s underlying lock is the
+/// core, so that one acquisition is counted once, under its class.
 #[repr(C, align(4))]
-pub struct RawQRwLock<P: Platform = DefaultPlatform> {
+pub(crate) struct QRwCore<P: Platform = DefaultPlatform> {
     /// Reader count and writer bits; see the module documentation.
     cnts: AtomicU32,
     /// Contended acquirers queue here, in arrival order.
-    wait_lock: RawQSpinLock<P>,
+    wait_lock: QSpinCore<P>,
     _platform: PhantomData<fn() -> P>,
 }
 
@@ -215,26 +218,28 @@ pub type QRwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawQRwLock, T
 /// The upgradable guard of a [`QRwLock`].
 pub type QRwLockUpgradableReadGuard<'a, T> = lock_api::RwLockUpgradableReadGuard<'a, RawQRwLock, T>;
 
-/// The guard state of an upgradable read: the `wait_lock` it holds.
-type WaitGuard<P> = <RawQSpinLock<P> as RawMutex>::Guard;
+/// The guard state of an upgradable read: stands for the `wait_lock` it
+/// holds (the queue lock is a bare `QSpinCore`, whose acquisitions are not
+/// counted on their own).
+type WaitGuard<P> = PhantomData<fn() -> P>;
 
-impl<P: Platform> RawQRwLock<P> {
+impl<P: Platform> QRwCore<P> {
     /// An unlocked lock.
     #[cfg(not(loom))]
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Self {
             cnts: AtomicU32::new(0),
-            wait_lock: RawQSpinLock::new(),
+            wait_lock: QSpinCore::new(),
             _platform: PhantomData,
         }
     }
 
     /// An unlocked lock.
     #[cfg(loom)]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             cnts: AtomicU32::new(0),
-            wait_lock: RawQSpinLock::new(),
+            wait_lock: QSpinCore::new(),
             _platform: PhantomData,
         }
     }
@@ -406,7 +411,7 @@ impl<P: Platform> RawQRwLock<P> {
         }
         // A writer holds or waits: undo, and queue behind everyone waiting.
         self.reader_leave();
-        let wait_guard = self.wait_lock.lock();
+        self.wait_lock.lock();
         // Let the running threads finish their batch; then join the count
         // and drop QUIET in one RMW. Acquire pairs with the last
         // writer's Release unlock (when it is already gone); otherwise
@@ -427,22 +432,68 @@ impl<P: Platform> RawQRwLock<P> {
             // `wait_lock` first: our reader count keeps the lock alive while
             // we touch it; after `reader_leave` a writer may take the lock
             // and its owner free it.
-            // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
-            unsafe { self.wait_lock.unlock(wait_guard) };
+            self.wait_lock.release(false);
             self.reader_leave();
             reader_overflow();
         }
         self.wait_writer_exit(old);
-        // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
-        unsafe { self.wait_lock.unlock(wait_guard) };
+        self.wait_lock.release(false);
+    }
+
+    /// The read fast path; `contended` is called if the read must wait
+    /// (statistics: [`RawQRwLock`] passes its hook, the core nothing).
+    #[inline]
+    pub(crate) fn lock_shared_hooked(&self, contended: impl FnOnce()) {
+        // Acquire pairs with the Release unlock of the last writer.
+        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
+        if old & (W_MASK | READER_OVERFLOW | QUIET) != 0 {
+            // Only QUIET: a fast-path acquisition past a quiet waiter.
+            if old & (W_MASK | READER_OVERFLOW) != 0 {
+                contended();
+            }
+            self.lock_shared_slow(old);
+        }
+    }
+
+    /// The write fast path; `contended` as in `lock_shared_hooked`.
+    #[inline]
+    pub(crate) fn lock_exclusive_hooked(&self, contended: impl FnOnce()) {
+        // Acquire pairs with the previous holders' Release.
+        if let Err(v) =
+            self.cnts
+                .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+        {
+            self.lock_exclusive_slow(v, contended);
+        }
+    }
+
+    /// The upgradable-read acquisition; `contended` as in
+    /// `lock_shared_hooked` (called if the queue lock is taken).
+    pub(crate) fn lock_upgradable_hooked(&self, contended: impl FnOnce()) {
+        if !self.wait_lock.try_lock_fast() {
+            contended();
+            self.wait_lock.lock_slow();
+        }
+        // Acquire pairs with the last writer's Release unlock.
+        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
+        if old & READER_OVERFLOW != 0 {
+            // `wait_lock` first: our reader count keeps the lock alive while
+            // we touch it; after `reader_leave` a writer may take the lock
+            // and its owner free it.
+            self.wait_lock.release(false);
+            self.reader_leave();
+            reader_overflow();
+        }
+        self.wait_writer_exit(old);
     }
 
     #[cold]
-    fn lock_exclusive_slow(&self, v: u32) {
+    fn lock_exclusive_slow(&self, v: u32, contended: impl FnOnce()) {
         // Only a quiet waiter is there: its batch lasts, take the lock.
         if v == QUIET && self.try_lock_quiet() {
             return;
         }
+        contended();
         // Spin on loads while nobody queues (a queued writer sets
         // W_WAITING; a queued reader is in the count or about to be), and
         // take the lock if it comes free.
@@ -463,7 +514,7 @@ impl<P: Platform> RawQRwLock<P> {
                 return;
             }
         }
-        let wait_guard = self.wait_lock.lock();
+        self.wait_lock.lock();
         // Let the running threads finish their batch. Then, in one RMW that
         // also drops QUIET: take the lock if it is free, or set
         // W_WAITING (from here on newcomer readers queue behind us,
@@ -489,8 +540,7 @@ impl<P: Platform> RawQRwLock<P> {
                 Err(now) => v = now,
             }
         }
-        // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
-        unsafe { self.wait_lock.unlock(wait_guard) };
+        self.wait_lock.release(false);
     }
 
     /// The word was `QUIET` (a waiter lets the running threads finish their
@@ -515,13 +565,13 @@ fn reader_overflow() -> ! {
     panic!("QRwLock: too many read guards (2^26; are guards being forgotten?)")
 }
 
-impl<P: Platform> Default for RawQRwLock<P> {
+impl<P: Platform> Default for QRwCore<P> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<P: Platform> core::fmt::Debug for RawQRwLock<P> {
+impl<P: Platform> core::fmt::Debug for QRwCore<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let v = self.cnts.load(Ordering::Relaxed);
         f.debug_struct("RawQRwLock")
@@ -537,30 +587,26 @@ impl<P: Platform> core::fmt::Debug for RawQRwLock<P> {
 
 // SAFETY: readers and writers exclude each other by invariants 3 and 4 of
 // the module docs; acquiring is Acquire and releasing Release on the count
-// word. Guard state is stateless (`GuardSend`), except the upgradable guard,
-// which is `wait_lock`'s own guard. Forgetting a guard leaves the lock (and
+// word. Guard state is stateless (`GuardSend`); the upgradable guard stands
+// for the `wait_lock` its reader holds. Forgetting a guard leaves the lock (and
 // possibly `wait_lock`) held, which is safe; the reader count refuses to
 // overflow. Nothing outside the lock refers to it after an acquisition
 // returns (queue nodes belong to the platform), so a locked lock can be moved
 // or dropped. A panic (reader overflow) leaves no new acquisition behind.
-unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
+unsafe impl<P: Platform> RawRwLock for QRwCore<P> {
     #[allow(clippy::declare_interior_mutable_const)]
     #[cfg(not(loom))]
     const INIT: Self = Self::new();
     #[allow(clippy::declare_interior_mutable_const)]
     #[cfg(loom)]
-    const INIT: Self = panic!("use RawQRwLock::new() under loom");
+    const INIT: Self = panic!("use QRwCore::new() under loom");
 
     type SharedGuard = GuardSend;
     type ExclusiveGuard = GuardSend;
 
     #[inline]
     fn lock_shared(&self) -> GuardSend {
-        // Acquire pairs with the Release unlock of the last writer.
-        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
-        if old & (W_MASK | READER_OVERFLOW | QUIET) != 0 {
-            self.lock_shared_slow(old);
-        }
+        self.lock_shared_hooked(|| {});
         GuardSend::new()
     }
 
@@ -591,13 +637,7 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
 
     #[inline]
     fn lock_exclusive(&self) -> GuardSend {
-        // Acquire pairs with the previous holders' Release.
-        if let Err(v) =
-            self.cnts
-                .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
-        {
-            self.lock_exclusive_slow(v);
-        }
+        self.lock_exclusive_hooked(|| {});
         GuardSend::new()
     }
 
@@ -637,7 +677,7 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
 
 // SAFETY: `downgrade` turns W_LOCKED into one reader in a single RMW, so no
 // writer can slip in between; it is Release, so later readers see our writes.
-unsafe impl<P: Platform> RawRwLockDowngrade for RawQRwLock<P> {
+unsafe impl<P: Platform> RawRwLockDowngrade for QRwCore<P> {
     #[inline]
     unsafe fn downgrade(&self, _guard: GuardSend) -> GuardSend {
         // W_LOCKED is set, so adding ONE_READER - W_LOCKED clears it without
@@ -658,7 +698,7 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawQRwLock<P> {
 // most one exists and it excludes writers (invariant 3); `upgrade` takes
 // W_LOCKED with an Acquire cmpxchg only once every other reader left, after
 // their Release `fetch_sub`s. Forgetting the guard leaves both held.
-impl<P: Platform> RawQRwLock<P> {
+impl<P: Platform> QRwCore<P> {
     /// `try_upgrade` in two steps, for a wrapper that must check something
     /// of its own once the lock is exclusive (`PerCpuRwLock`'s fast
     /// readers): takes `W_LOCKED` if we are the only reader, keeping
@@ -681,8 +721,9 @@ impl<P: Platform> RawQRwLock<P> {
     /// `guard` is the upgradable read's, upgraded by
     /// `try_upgrade_keeping_queue`.
     pub(crate) unsafe fn finish_upgrade(&self, guard: WaitGuard<P>) {
-        // SAFETY: an upgradable guard is the `wait_lock` guard.
-        unsafe { self.wait_lock.unlock(guard) };
+        // An upgradable guard stands for the held `wait_lock`.
+        let _ = guard;
+        self.wait_lock.release(false);
     }
 
     /// Steps back from `try_upgrade_keeping_queue` to the upgradable read
@@ -702,42 +743,32 @@ impl<P: Platform> RawQRwLock<P> {
     }
 }
 
-unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
+unsafe impl<P: Platform> RawRwLockUpgrade for QRwCore<P> {
     type UpgradableGuard = WaitGuard<P>;
 
     fn lock_upgradable(&self) -> WaitGuard<P> {
-        let wait_guard = self.wait_lock.lock();
-        // Acquire pairs with the last writer's Release unlock.
-        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
-        if old & READER_OVERFLOW != 0 {
-            // `wait_lock` first: our reader count keeps the lock alive while
-            // we touch it; after `reader_leave` a writer may take the lock
-            // and its owner free it.
-            // SAFETY: `wait_guard` came from `self.wait_lock.lock()` above.
-            unsafe { self.wait_lock.unlock(wait_guard) };
-            self.reader_leave();
-            reader_overflow();
-        }
-        self.wait_writer_exit(old);
-        wait_guard
+        self.lock_upgradable_hooked(|| {});
+        PhantomData
     }
 
     fn try_lock_upgradable(&self) -> Option<WaitGuard<P>> {
-        let wait_guard = self.wait_lock.try_lock()?;
-        if self.try_lock_shared().is_some() {
-            return Some(wait_guard);
+        if !self.wait_lock.try_lock_fast() {
+            return None;
         }
-        // SAFETY: `wait_guard` came from `self.wait_lock.try_lock()` above.
-        unsafe { self.wait_lock.unlock(wait_guard) };
+        if self.try_lock_shared().is_some() {
+            return Some(PhantomData);
+        }
+        self.wait_lock.release(false);
         None
     }
 
     unsafe fn unlock_upgradable(&self, guard: WaitGuard<P>) {
         // Release `wait_lock` first: our reader count keeps the lock alive
         // (no one can take it exclusively and free it) until `reader_leave`.
-        // SAFETY: an upgradable guard is the `wait_lock` guard (caller's
+        // An upgradable guard stands for the held `wait_lock` (caller's
         // contract).
-        unsafe { self.wait_lock.unlock(guard) };
+        let _ = guard;
+        self.wait_lock.release(false);
         self.reader_leave();
     }
 
@@ -745,8 +776,9 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
         // Newcomer readers now queue (behind us, on wait_lock).
         self.cnts.fetch_or(W_WAITING, Ordering::Relaxed);
         self.take_from_waiting(ONE_READER);
-        // SAFETY: an upgradable guard is the `wait_lock` guard.
-        unsafe { self.wait_lock.unlock(guard) };
+        // An upgradable guard stands for the held `wait_lock`.
+        let _ = guard;
+        self.wait_lock.release(false);
         GuardSend::new()
     }
 
@@ -759,11 +791,252 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
             .compare_exchange(ONE_READER, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
-            // SAFETY: an upgradable guard is the `wait_lock` guard.
-            unsafe { self.wait_lock.unlock(guard) };
+            // An upgradable guard stands for the held `wait_lock`.
+            let _ = guard;
+            self.wait_lock.release(false);
             Ok(GuardSend::new())
         } else {
             Err(guard)
+        }
+    }
+}
+
+/// An 8-byte queued reader-writer lock; see the module documentation.
+///
+/// `P` is the platform: how waiters sleep and where queue nodes live.
+///
+/// A lock is in a [lock class](crate::LockClass): `new` and `INIT` put it in
+/// the `QRwLock` type class, [`with_class`](Self::with_class) in another.
+/// Without the `stats` and `lockdep` features the class is zero-sized and
+/// the lock is its 8 bytes; with them it is 24 bytes, and the guard state
+/// ([`Held`]) carries what the release must record. Reads are counted and
+/// checked as [`Access::Read`] (fair: a read queues behind a waiting
+/// writer, so lockdep reports a thread's second read); upgradable reads as
+/// writes (they exclude writers and each other). So lockdep also reports a
+/// read taken while the same thread holds an upgradable read of the lock,
+/// which this lock itself would let through (no writer can be waiting
+/// then).
+///
+/// Guards are `Send`: with lockdep, a guard released on another thread
+/// leaves its entry on the held stack of the thread that took it (see the
+/// `lockdep` module).
+#[repr(C)]
+pub struct RawQRwLock<P: Platform = DefaultPlatform> {
+    pub(crate) core: QRwCore<P>,
+    /// Zero-sized without the `stats` and `lockdep` features.
+    class: ClassRef,
+}
+
+impl<P: Platform> RawQRwLock<P> {
+    /// An unlocked lock, in the `QRwLock` type class.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self::with_class(ClassRef::TYPE)
+    }
+
+    /// An unlocked lock, in the `QRwLock` type class.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self::with_class(ClassRef::TYPE)
+    }
+
+    /// An unlocked lock in lock class `class`; with lock_api's `const`
+    /// `RwLock::from_raw` it makes a classed `static`:
+    ///
+    /// ```
+    /// use scalelock::{ClassRef, LockClass, QRwLock, RawQRwLock};
+    ///
+    /// static GNTTAB: LockClass = LockClass::new("gnttab");
+    /// static TABLE: QRwLock<u64> =
+    ///     QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&GNTTAB)), 0);
+    /// # *TABLE.write() += 1;
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn with_class(class: ClassRef) -> Self {
+        Self {
+            core: QRwCore::new(),
+            class,
+        }
+    }
+
+    /// An unlocked lock in lock class `class`.
+    #[cfg(loom)]
+    pub fn with_class(class: ClassRef) -> Self {
+        Self {
+            core: QRwCore::new(),
+            class,
+        }
+    }
+
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    #[inline]
+    fn start(&self, access: Access) -> Pending {
+        hook::start(self.class, LockKind::QRwLock, self.addr(), access)
+    }
+
+    #[inline]
+    fn try_acquired(&self, access: Access) -> Held {
+        hook::try_acquired(self.class, LockKind::QRwLock, self.addr(), access)
+    }
+}
+
+impl<P: Platform> Default for RawQRwLock<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: Platform> core::fmt::Debug for RawQRwLock<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.core.fmt(f)
+    }
+}
+
+// SAFETY: every acquisition and release is the core's (whose safety
+// argument is above); the hooks only record them. The guard state is the
+// hooks' `Held`, which owns nothing of the lock.
+unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    #[cfg(not(loom))]
+    const INIT: Self = Self::new();
+    #[allow(clippy::declare_interior_mutable_const)]
+    #[cfg(loom)]
+    const INIT: Self = panic!("use RawQRwLock::new() under loom");
+
+    /// What statistics and lockdep remember of the hold (zero-sized
+    /// without the features).
+    type SharedGuard = Held;
+    /// As `SharedGuard`.
+    type ExclusiveGuard = Held;
+
+    #[inline]
+    fn lock_shared(&self) -> Held {
+        let mut p = self.start(Access::Read);
+        // Without the hooks, the core's own (empty) callback: the same code
+        // as the core's, no reference to `p` passed into the slow path.
+        if hook::COMPILED {
+            self.core.lock_shared_hooked(|| p.contended());
+        } else {
+            self.core.lock_shared_hooked(|| {});
+        }
+        p.acquired()
+    }
+
+    #[inline]
+    fn try_lock_shared(&self) -> Option<Held> {
+        self.core
+            .try_lock_shared()
+            .map(|_| self.try_acquired(Access::Read))
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self, guard: Held) {
+        // Taken before the release: the lock may be freed after it.
+        let addr = self.addr();
+        self.core.reader_leave();
+        guard.release(addr);
+    }
+
+    #[inline]
+    fn lock_exclusive(&self) -> Held {
+        let mut p = self.start(Access::Write);
+        // Without the hooks, the core's own (empty) callback: the same code
+        // as the core's, no reference to `p` passed into the slow path.
+        if hook::COMPILED {
+            self.core.lock_exclusive_hooked(|| p.contended());
+        } else {
+            self.core.lock_exclusive_hooked(|| {});
+        }
+        p.acquired()
+    }
+
+    #[inline]
+    fn try_lock_exclusive(&self) -> Option<Held> {
+        self.core
+            .try_lock_exclusive()
+            .map(|_| self.try_acquired(Access::Write))
+    }
+
+    #[inline]
+    unsafe fn unlock_exclusive(&self, guard: Held) {
+        // As in `unlock_shared`.
+        let addr = self.addr();
+        // SAFETY: we hold the write lock (caller's contract); the core's
+        // guard state is stateless.
+        unsafe { self.core.unlock_exclusive(GuardSend::new()) };
+        guard.release(addr);
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.core.is_locked()
+    }
+
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        self.core.is_locked_exclusive()
+    }
+}
+
+// SAFETY: the core's downgrade; a downgrade never waits, so the read is
+// recorded as a try-lock (no lockdep dependency into it).
+unsafe impl<P: Platform> RawRwLockDowngrade for RawQRwLock<P> {
+    #[inline]
+    unsafe fn downgrade(&self, guard: Held) -> Held {
+        // SAFETY: we hold the write lock (caller's contract).
+        unsafe { self.core.downgrade(GuardSend::new()) };
+        // We still read-hold the lock: it stays alive.
+        guard.release(self.addr());
+        self.try_acquired(Access::Read)
+    }
+}
+
+// SAFETY: the core's upgradable reads; the hold keeps its `Held` (a write,
+// for lockdep and statistics) through an upgrade.
+unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
+    /// As `SharedGuard`.
+    type UpgradableGuard = Held;
+
+    fn lock_upgradable(&self) -> Held {
+        let mut p = self.start(Access::Write);
+        // Without the hooks, the core's own (empty) callback: the same code
+        // as the core's, no reference to `p` passed into the slow path.
+        if hook::COMPILED {
+            self.core.lock_upgradable_hooked(|| p.contended());
+        } else {
+            self.core.lock_upgradable_hooked(|| {});
+        }
+        p.acquired()
+    }
+
+    fn try_lock_upgradable(&self) -> Option<Held> {
+        self.core
+            .try_lock_upgradable()
+            .map(|_| self.try_acquired(Access::Write))
+    }
+
+    unsafe fn unlock_upgradable(&self, guard: Held) {
+        let addr = self.addr();
+        // SAFETY: we hold an upgradable read (caller's contract).
+        unsafe { self.core.unlock_upgradable(PhantomData) };
+        guard.release(addr);
+    }
+
+    unsafe fn upgrade(&self, guard: Held) -> Held {
+        // SAFETY: we hold an upgradable read (caller's contract).
+        unsafe { self.core.upgrade(PhantomData) };
+        guard
+    }
+
+    unsafe fn try_upgrade(&self, guard: Held) -> Result<Held, Held> {
+        // SAFETY: we hold an upgradable read (caller's contract).
+        match unsafe { self.core.try_upgrade(PhantomData) } {
+            Ok(_) => Ok(guard),
+            Err(_) => Err(guard),
         }
     }
 }
@@ -775,19 +1048,30 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
     use std::thread;
 
-    fn word(lock: &RawQRwLock) -> u32 {
+    /// The lock without hooks: the tests of its mechanics take a second
+    /// read on one thread, which lockdep (rightly, in general) reports.
+    type CoreRwLock<T> = lock_api::RwLock<QRwCore, T>;
+
+    fn word(lock: &QRwCore) -> u32 {
         lock.cnts.load(Ordering::Relaxed)
     }
 
     #[test]
     fn is_eight_bytes() {
-        assert_eq!(core::mem::size_of::<RawQRwLock>(), 8);
-        assert_eq!(core::mem::align_of::<RawQRwLock>(), 4);
+        assert_eq!(core::mem::size_of::<QRwCore>(), 8);
+        assert_eq!(core::mem::align_of::<QRwCore>(), 4);
+        if crate::hook::COMPILED {
+            // The lock class follows the word and the queue lock.
+            assert_eq!(core::mem::size_of::<RawQRwLock>(), 24);
+        } else {
+            assert_eq!(core::mem::size_of::<RawQRwLock>(), 8);
+            assert_eq!(core::mem::align_of::<RawQRwLock>(), 4);
+        }
     }
 
     #[test]
     fn read_write_try() {
-        let lock = QRwLock::new(1);
+        let lock = CoreRwLock::new(1);
         {
             let r1 = lock.read();
             let r2 = lock.read();
@@ -823,12 +1107,12 @@ mod tests {
         drop(r);
         assert!(lock.try_write().is_some());
         // SAFETY: reading the raw word only.
-        assert_eq!(word(unsafe { lock.raw() }), 0);
+        assert_eq!(word(&unsafe { lock.raw() }.core), 0);
     }
 
     #[test]
     fn upgradable() {
-        let lock = QRwLock::new(0);
+        let lock = CoreRwLock::new(0);
         let u = lock.upgradable_read();
         assert!(lock.try_upgradable_read().is_none());
         assert!(lock.try_write().is_none());
@@ -865,7 +1149,7 @@ mod tests {
 
     #[test]
     fn reader_overflow_panics_without_acquiring() {
-        let raw: RawQRwLock = RawQRwLock::new();
+        let raw: QRwCore = QRwCore::new();
         raw.cnts.store(READER_OVERFLOW, Ordering::Relaxed);
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| raw.lock_shared()));
         assert!(r.is_err());
@@ -878,7 +1162,7 @@ mod tests {
     /// releases keep its bit.
     #[test]
     fn quiet_batch_lets_fast_paths_pass() {
-        let raw: RawQRwLock = RawQRwLock::new();
+        let raw: QRwCore = QRwCore::new();
         raw.cnts.store(QUIET, Ordering::Relaxed);
         let r = raw.lock_shared();
         assert!(raw.try_lock_exclusive().is_none());
@@ -939,6 +1223,6 @@ mod tests {
         assert_eq!(v.0, writes.load(Ordering::Relaxed));
         drop(v);
         // SAFETY: reading the raw word only.
-        assert_eq!(word(unsafe { lock.raw() }), 0);
+        assert_eq!(word(&unsafe { lock.raw() }.core), 0);
     }
 }

@@ -135,7 +135,10 @@
 
 use core::marker::PhantomData;
 
-use lock_api::{GuardSend, RawMutex, RawMutexFair};
+use lock_api::{RawMutex, RawMutexFair};
+
+use crate::class::{Access, ClassRef, LockKind};
+use crate::hook::{self, Held};
 
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qnode::{NODE_HEAD, NODE_PARKED, NODE_WAITING, NodeIndex, QNode};
@@ -156,11 +159,13 @@ const HANDOFF: u8 = 1 << 1;
 /// A queue head without predecessor sleeps until `PENDING` clears.
 const HEAD_PARKED: u8 = 1 << 2;
 
-/// A 4-byte queued spinlock; see the module documentation.
-///
-/// `P` is the platform: how waiters sleep and where queue nodes live.
+/// The lock itself, without statistics or lockdep: the word described in
+/// the module documentation. [`RawQSpinLock`] is this plus a lock class and
+/// the hooks; locks built on a queued spinlock (`RawQRwLock`'s queue lock,
+/// `SeqLock`'s writer lock) use the core directly, so that one acquisition
+/// is counted once, under the outer lock's class.
 #[repr(C, align(4))]
-pub struct RawQSpinLock<P: Platform = DefaultPlatform> {
+pub(crate) struct QSpinCore<P: Platform = DefaultPlatform> {
     locked: AtomicU8,
     flags: AtomicU8,
     tail: AtomicU16,
@@ -172,10 +177,10 @@ pub type QSpinLock<T> = lock_api::Mutex<RawQSpinLock, T>;
 /// The guard of a [`QSpinLock`].
 pub type QSpinLockGuard<'a, T> = lock_api::MutexGuard<'a, RawQSpinLock, T>;
 
-impl<P: Platform> RawQSpinLock<P> {
+impl<P: Platform> QSpinCore<P> {
     /// An unlocked lock.
     #[cfg(not(loom))]
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Self {
             locked: AtomicU8::new(FREE),
             flags: AtomicU8::new(0),
@@ -186,7 +191,7 @@ impl<P: Platform> RawQSpinLock<P> {
 
     /// An unlocked lock.
     #[cfg(loom)]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             locked: AtomicU8::new(FREE),
             flags: AtomicU8::new(0),
@@ -212,12 +217,12 @@ impl<P: Platform> RawQSpinLock<P> {
 
     /// The fast path: take a free lock.
     #[inline]
-    fn try_lock_fast(&self) -> bool {
+    pub(crate) fn try_lock_fast(&self) -> bool {
         self.take(FREE)
     }
 
     #[cold]
-    fn lock_slow(&self) {
+    pub(crate) fn lock_slow(&self) {
         // A thread that just handed the lock to the word waiter is still
         // running and would take it back whenever it finds it free between
         // the new holder's acquisitions: it queues at once instead.
@@ -543,7 +548,7 @@ impl<P: Platform> RawQSpinLock<P> {
     /// bucket is read. With a word waiter (`PENDING`) see
     /// `release_contended`.
     #[inline]
-    fn release(&self, fair: bool) {
+    pub(crate) fn release(&self, fair: bool) {
         // We hold the lock, so a PENDING seen here stays set until its
         // owner takes the lock (invariant 1).
         let flags = self.flags.load(Ordering::Relaxed);
@@ -614,13 +619,99 @@ impl<P: Platform> RawQSpinLock<P> {
     }
 
     /// The state word, for diagnostics: (locked, flags, tail).
-    #[doc(hidden)]
-    pub fn state(&self) -> (u8, u8, u16) {
+    pub(crate) fn state(&self) -> (u8, u8, u16) {
         (
             self.locked.load(Ordering::Relaxed),
             self.flags.load(Ordering::Relaxed),
             self.tail.load(Ordering::Relaxed),
         )
+    }
+
+    /// Takes the lock (no hooks).
+    #[inline]
+    pub(crate) fn lock(&self) {
+        if !self.try_lock_fast() {
+            self.lock_slow();
+        }
+    }
+
+    /// Whether the lock is held (a reserved lock is not held).
+    #[inline]
+    pub(crate) fn is_locked(&self) -> bool {
+        self.locked.load(Ordering::Relaxed) == LOCKED
+    }
+}
+
+/// A 4-byte queued spinlock; see the module documentation.
+///
+/// `P` is the platform: how waiters sleep and where queue nodes live.
+///
+/// A lock is in a [lock class](crate::LockClass): `new` and `INIT` put it in
+/// the `QSpinLock` type class, [`with_class`](Self::with_class) in another.
+/// Without the `stats` and `lockdep` features the class is zero-sized and
+/// the lock is its 4-byte word; with them it is 24 bytes, and the guard
+/// state ([`Held`]) carries what the release must record.
+///
+/// Guards are `Send`: with lockdep, a guard released on another thread
+/// leaves its entry on the held stack of the thread that took it (see the
+/// `lockdep` module).
+#[repr(C)]
+pub struct RawQSpinLock<P: Platform = DefaultPlatform> {
+    pub(crate) core: QSpinCore<P>,
+    /// Zero-sized without the `stats` and `lockdep` features.
+    pub(crate) class: ClassRef,
+}
+
+impl<P: Platform> RawQSpinLock<P> {
+    /// An unlocked lock, in the `QSpinLock` type class.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Self::with_class(ClassRef::TYPE)
+    }
+
+    /// An unlocked lock, in the `QSpinLock` type class.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Self::with_class(ClassRef::TYPE)
+    }
+
+    /// An unlocked lock in lock class `class`; with lock_api's `const`
+    /// `Mutex::from_raw` it makes a classed `static`:
+    ///
+    /// ```
+    /// use scalelock::{ClassRef, LockClass, QSpinLock, RawQSpinLock};
+    ///
+    /// static P2M: LockClass = LockClass::new("p2m");
+    /// static TABLE: QSpinLock<u64> =
+    ///     QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&P2M)), 0);
+    /// # *TABLE.lock() += 1;
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn with_class(class: ClassRef) -> Self {
+        Self {
+            core: QSpinCore::new(),
+            class,
+        }
+    }
+
+    /// An unlocked lock in lock class `class`.
+    #[cfg(loom)]
+    pub fn with_class(class: ClassRef) -> Self {
+        Self {
+            core: QSpinCore::new(),
+            class,
+        }
+    }
+
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// The state word, for diagnostics: (locked, flags, tail).
+    #[doc(hidden)]
+    pub fn state(&self) -> (u8, u8, u16) {
+        self.core.state()
     }
 }
 
@@ -631,6 +722,12 @@ impl<P: Platform> Default for RawQSpinLock<P> {
 }
 
 impl<P: Platform> core::fmt::Debug for RawQSpinLock<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.core.fmt(f)
+    }
+}
+
+impl<P: Platform> core::fmt::Debug for QSpinCore<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let (locked, flags, tail) = self.state();
         f.debug_struct("RawQSpinLock")
@@ -668,32 +765,48 @@ unsafe impl<P: Platform> RawMutex for RawQSpinLock<P> {
     #[cfg(loom)]
     const INIT: Self = panic!("use RawQSpinLock::new() under loom");
 
-    type Guard = GuardSend;
+    /// What statistics and lockdep remember of the hold (zero-sized
+    /// without the features).
+    type Guard = Held;
 
     #[inline]
-    fn lock(&self) -> GuardSend {
-        if !self.try_lock_fast() {
-            self.lock_slow();
+    fn lock(&self) -> Held {
+        let mut p = hook::start(self.class, LockKind::QSpinLock, self.addr(), Access::Write);
+        if !self.core.try_lock_fast() {
+            p.contended();
+            self.core.lock_slow();
         }
-        GuardSend::new()
+        p.acquired()
     }
 
     /// Takes the lock if it is free. Fails while the lock is reserved for
     /// the word waiter, the thread first in line (see the module docs).
     #[inline]
-    fn try_lock(&self) -> Option<GuardSend> {
-        self.try_lock_fast().then(GuardSend::new)
+    fn try_lock(&self) -> Option<Held> {
+        if self.core.try_lock_fast() {
+            Some(hook::try_acquired(
+                self.class,
+                LockKind::QSpinLock,
+                self.addr(),
+                Access::Write,
+            ))
+        } else {
+            None
+        }
     }
 
     #[inline]
-    unsafe fn unlock(&self, _guard: GuardSend) {
-        self.release(false);
+    unsafe fn unlock(&self, guard: Held) {
+        // Taken before the release: the lock may be freed after it.
+        let addr = self.addr();
+        self.core.release(false);
+        guard.release(addr);
     }
 
     /// Whether the lock is held (a reserved lock is not held).
     #[inline]
     fn is_locked(&self) -> bool {
-        self.locked.load(Ordering::Relaxed) == LOCKED
+        self.core.is_locked()
     }
 }
 
@@ -708,8 +821,11 @@ unsafe impl<P: Platform> RawMutexFair for RawQSpinLock<P> {
     /// queue's head is still waking up to claim it — the lock is released
     /// as by `unlock`, and a newcomer may take it before that head.
     #[inline]
-    unsafe fn unlock_fair(&self, _guard: GuardSend) {
-        self.release(true);
+    unsafe fn unlock_fair(&self, guard: Held) {
+        // As in `unlock`.
+        let addr = self.addr();
+        self.core.release(true);
+        guard.release(addr);
     }
 }
 

@@ -312,7 +312,7 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
 
     #[inline]
     fn class(&self) -> ClassRef {
-        self.value.class
+        self.value.class()
     }
 
     /// The lock's address, which names it to lockdep.

@@ -68,9 +68,7 @@
 //! runs other code).
 
 use core::marker::PhantomData;
-use core::mem::{ManuallyDrop, MaybeUninit, size_of};
-
-use lock_api::RawMutex;
+use core::mem::{MaybeUninit, size_of};
 
 use crate::class::{Access, ClassRef, LockKind};
 use crate::hook::{self, Held, Pending};
@@ -234,11 +232,11 @@ impl<T: NoUninit> Cells<T> {
 pub struct SeqLock<T: NoUninit, P: Platform = DefaultPlatform> {
     /// Even: no write in progress. Odd: a writer is storing.
     seq: AtomicUsize,
-    /// Serialises writers.
+    /// Serialises writers; also holds the seqlock's class (zero-sized
+    /// without the `stats` and `lockdep` features). Taken through its
+    /// uninstrumented core: the seqlock's hooks count the acquisition once,
+    /// under `LockKind::SeqLock`.
     lock: RawQSpinLock<P>,
-    /// The lock class (zero-sized without the `stats` and `lockdep`
-    /// features).
-    pub(crate) class: ClassRef,
     cells: Cells<T>,
     _platform: PhantomData<fn() -> P>,
 }
@@ -267,8 +265,7 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     pub const fn with_class(value: T, class: ClassRef) -> Self {
         Self {
             seq: AtomicUsize::new(0),
-            lock: RawQSpinLock::new(),
-            class,
+            lock: RawQSpinLock::with_class(class),
             cells: Cells::new(value),
             _platform: PhantomData,
         }
@@ -279,11 +276,16 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     pub fn with_class(value: T, class: ClassRef) -> Self {
         Self {
             seq: AtomicUsize::new(0),
-            lock: RawQSpinLock::new(),
-            class,
+            lock: RawQSpinLock::with_class(class),
             cells: Cells::new(value),
             _platform: PhantomData,
         }
+    }
+
+    /// The lock class.
+    #[inline]
+    pub(crate) fn class(&self) -> ClassRef {
+        self.lock.class
     }
 
     /// The lock's address, which names it to lockdep.
@@ -295,7 +297,7 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// One read attempt: the value, unless a write overlapped.
     #[inline]
     pub fn try_read(&self) -> Option<T> {
-        let p = hook::start_optimistic(self.class, LockKind::SeqLock, Access::Read);
+        let p = hook::start_optimistic(self.class(), LockKind::SeqLock, Access::Read);
         let v = self.try_read_quiet();
         if v.is_some() {
             p.passed();
@@ -325,7 +327,7 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// Reads the value, retrying while writes overlap.
     #[inline]
     pub fn read(&self) -> T {
-        let p = hook::start_optimistic(self.class, LockKind::SeqLock, Access::Read);
+        let p = hook::start_optimistic(self.class(), LockKind::SeqLock, Access::Read);
         match self.try_read_quiet() {
             Some(v) => {
                 p.passed();
@@ -340,7 +342,7 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
         p.contended();
         let mut backoff = Backoff::new();
         loop {
-            hook::seqlock_retry(self.class, LockKind::SeqLock);
+            hook::seqlock_retry(self.class(), LockKind::SeqLock);
             backoff.snooze::<P>();
             if let Some(v) = self.try_read_quiet() {
                 p.passed();
@@ -380,23 +382,13 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// guard publishes a new one.
     #[inline]
     pub fn lock(&self) -> SeqLockWriteGuard<'_, T, P> {
-        let mut p = hook::start(self.class, LockKind::SeqLock, self.addr(), Access::Write);
-        let guard = if hook::COMPILED {
-            // The writer lock's own fast path first, to tell contended
-            // acquisitions apart (the same `try_lock_fast` that `lock` runs).
-            match self.lock.try_lock() {
-                Some(guard) => guard,
-                None => {
-                    p.contended();
-                    self.lock.lock()
-                }
-            }
-        } else {
-            self.lock.lock()
-        };
+        let mut p = hook::start(self.class(), LockKind::SeqLock, self.addr(), Access::Write);
+        if !self.lock.core.try_lock_fast() {
+            p.contended();
+            self.lock.core.lock_slow();
+        }
         SeqLockWriteGuard {
             lock: self,
-            guard: ManuallyDrop::new(guard),
             held: p.acquired(),
         }
     }
@@ -404,20 +396,21 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// Takes the writer lock if it is free.
     #[inline]
     pub fn try_lock(&self) -> Option<SeqLockWriteGuard<'_, T, P>> {
-        let guard = self.lock.try_lock()?;
+        if !self.lock.core.try_lock_fast() {
+            return None;
+        }
         Some(SeqLockWriteGuard {
             lock: self,
-            guard: ManuallyDrop::new(guard),
-            held: hook::try_acquired(self.class, LockKind::SeqLock, self.addr(), Access::Write),
+            held: hook::try_acquired(self.class(), LockKind::SeqLock, self.addr(), Access::Write),
         })
     }
 
     /// `lock` without statistics or lockdep (for locks built on this one).
     #[inline]
     pub(crate) fn lock_quiet(&self) -> SeqLockWriteGuard<'_, T, P> {
+        self.lock.core.lock();
         SeqLockWriteGuard {
             lock: self,
-            guard: ManuallyDrop::new(self.lock.lock()),
             held: Held::NONE,
         }
     }
@@ -471,8 +464,8 @@ impl<T: NoUninit + core::fmt::Debug, P: Platform> core::fmt::Debug for SeqLock<T
 /// The writer lock of a [`SeqLock`]: `get` the current value, `publish` a
 /// new one. Dropping it without publishing leaves the value unchanged.
 pub struct SeqLockWriteGuard<'a, T: NoUninit, P: Platform = DefaultPlatform> {
+    /// The seqlock, whose writer lock this guard holds.
     lock: &'a SeqLock<T, P>,
-    guard: ManuallyDrop<<RawQSpinLock<P> as RawMutex>::Guard>,
     /// Statistics and lockdep state of the hold (zero-sized without them).
     held: Held,
 }
@@ -513,13 +506,11 @@ impl<T: NoUninit, P: Platform> SeqLockWriteGuard<'_, T, P> {
 impl<T: NoUninit, P: Platform> Drop for SeqLockWriteGuard<'_, T, P> {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: `guard` came from `self.lock.lock`'s `lock`/`try_lock`, and
-        // is taken out exactly once, here.
-        unsafe {
-            let guard = ManuallyDrop::take(&mut self.guard);
-            self.lock.lock.unlock(guard);
-        }
-        core::mem::replace(&mut self.held, Held::NONE).release(self.lock.addr());
+        let addr = self.lock.addr();
+        // The guard holds the writer lock (taken by `lock`, `try_lock` or
+        // `lock_quiet`) and releases it exactly once, here.
+        self.lock.lock.core.release(false);
+        core::mem::replace(&mut self.held, Held::NONE).release(addr);
     }
 }
 

@@ -38,7 +38,7 @@ impl<P: Platform> RawQSpinLock<P> {
     /// the call are visible to every holder that acquires after it.
     #[inline]
     pub fn wait_unlocked(&self) {
-        if self.barrier_look() {
+        if self.core.barrier_look() {
             self.wait_unlocked_slow();
         }
     }
@@ -48,7 +48,7 @@ impl<P: Platform> RawQSpinLock<P> {
         let mut backoff = Backoff::new();
         while backoff.steps() < TUNING.qs_barrier_steps {
             backoff.snooze::<P>();
-            if !self.barrier_held() {
+            if !self.core.barrier_held() {
                 return;
             }
         }

@@ -14,22 +14,33 @@ const INSTRUMENTED: bool = cfg!(any(feature = "stats", feature = "lockdep"));
 
 #[test]
 fn sizes() {
-    // The queued locks are not instrumented yet; their sizes are fixed.
-    assert_eq!(size_of::<RawQSpinLock>(), 4);
-    assert_eq!(size_of::<RawQRwLock>(), 8);
-    assert_eq!(size_of::<RawPerCpuRwLock>(), 16);
-    assert_eq!(size_of::<QSpinLock<()>>(), 4);
-    assert_eq!(size_of::<QRwLock<()>>(), 8);
     // RefreshOnce is three 128-byte lines either way.
     assert_eq!(size_of::<RefreshOnce<u64>>(), 384);
 
     let class = size_of::<ClassRef>();
     if INSTRUMENTED {
         assert_eq!(class, 16);
+        // The 4-byte word, then the class (8-aligned).
+        assert_eq!(size_of::<RawQSpinLock>(), 24);
+        assert_eq!(size_of::<QSpinLock<()>>(), 24);
+        // The count word and the queue lock's core, then the class.
+        assert_eq!(size_of::<RawQRwLock>(), 24);
+        assert_eq!(size_of::<QRwLock<()>>(), 24);
+        // The underlying lock's core and the state word, then the class.
+        assert_eq!(size_of::<RawPerCpuRwLock>(), 32);
         assert_eq!(size_of::<SeqLock<u64>>(), 24 + 16);
         assert!(size_of::<Held>() <= 16);
     } else {
         assert_eq!(class, 0);
+        assert_eq!(size_of::<RawQSpinLock>(), 4);
+        assert_eq!(size_of::<QSpinLock<()>>(), 4);
+        assert_eq!(size_of::<scalelock::QSpinLockGuard<'static, ()>>(), 8);
+        assert_eq!(size_of::<RawQRwLock>(), 8);
+        assert_eq!(size_of::<QRwLock<()>>(), 8);
+        assert_eq!(size_of::<scalelock::QRwLockReadGuard<'static, ()>>(), 8);
+        assert_eq!(size_of::<RawPerCpuRwLock>(), 16);
+        assert_eq!(size_of::<scalelock::PerCpuReadToken>(), 8);
+        assert_eq!(size_of::<scalelock::PerCpuWriteToken>(), 8);
         assert_eq!(size_of::<Held>(), 0);
         assert_eq!(size_of::<Pending>(), 0);
         // sequence + writer lock (+ padding) + value: as before classes.

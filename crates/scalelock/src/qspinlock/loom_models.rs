@@ -63,7 +63,7 @@ fn queue_head_sleeps_until_pending_clears() {
                 thread::spawn(move || lock_unlock(&l))
             })
             .collect();
-        until(|| lock.flags.load(Ordering::SeqCst) & HEAD_PARKED != 0);
+        until(|| lock.core.flags.load(Ordering::SeqCst) & HEAD_PARKED != 0);
         // SAFETY: `g` came from `lock()` above.
         unsafe { lock.unlock(g) };
         for t in waiters {
@@ -92,13 +92,13 @@ fn queued_node_sleeps_until_made_head() {
         };
         // The word waiter first, so the next two queue.
         let w = spawn(&lock);
-        until(|| lock.flags.load(Ordering::SeqCst) & PENDING != 0);
+        until(|| lock.core.flags.load(Ordering::SeqCst) & PENDING != 0);
         let a = spawn(&lock);
-        until(|| lock.tail.load(Ordering::SeqCst) != 0);
+        until(|| lock.core.tail.load(Ordering::SeqCst) != 0);
         let b = spawn(&lock);
         // Wait for the last node to be asleep on its node.
         until(|| {
-            let tail = lock.tail.load(Ordering::SeqCst);
+            let tail = lock.core.tail.load(Ordering::SeqCst);
             NodeIndex::new(tail).is_some_and(|i| {
                 <LoomPlatform as Platform>::node(i)
                     .state

@@ -1,0 +1,292 @@
+//! Lock statistics of the queued locks (QSpinLock; QRwLock and PerCpuRwLock
+//! as they get instrumented), with contention made deterministic: the test
+//! holds the lock and waits until the statistics show every contender
+//! waiting before it releases.
+//! Run: `cargo test -p scalelock --features stats --test stats_queued`
+#![cfg(feature = "stats")]
+
+mod hook_lock;
+
+use std::sync::Barrier;
+use std::thread;
+use std::time::Duration;
+
+use hook_lock::wait_until;
+use scalelock::stats::{self, bucket_of};
+use scalelock::{
+    ClassRef, LockClass, LockKind, PerCpuRwLock, QRwLock, QRwLockReadGuard,
+    QRwLockUpgradableReadGuard, QRwLockWriteGuard, QSpinLock, RawPerCpuRwLock, RawQRwLock,
+    RawQSpinLock, SeqLock,
+};
+
+fn setup() {
+    stats::enable();
+    stats::set_hold_sample(1);
+}
+
+fn class_stats(name: &str) -> stats::ClassStats {
+    stats::snapshot()
+        .class(name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no statistics for class {name}"))
+}
+
+fn contended(name: &str) -> u64 {
+    stats::snapshot()
+        .class(name)
+        .map_or(0, |c| c.write.contended)
+}
+
+#[test]
+fn qspinlock_counts_uncontended_locks_and_try_locks() {
+    setup();
+    static C: LockClass = LockClass::new("qspin-counts");
+    static L: QSpinLock<u64> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&C)), 0);
+    for _ in 0..5 {
+        *L.lock() += 1;
+    }
+    *L.try_lock().unwrap() += 1;
+    {
+        let g = L.lock();
+        // A failed try-lock is no acquisition.
+        assert!(L.try_lock().is_none());
+        drop(g);
+    }
+    // A fair unlock is a release like any other.
+    let g = L.lock();
+    scalelock::QSpinLockGuard::unlock_fair(g);
+    assert_eq!(*L.lock(), 6);
+
+    let st = class_stats("qspin-counts");
+    assert_eq!(st.kind, Some(LockKind::QSpinLock));
+    assert_eq!(st.write.acquisitions, 9);
+    assert_eq!(st.write.contended, 0);
+    assert_eq!(st.write.wait.count, 0);
+    assert_eq!(st.write.hold.count, 9);
+    assert_eq!(st.read.acquisitions, 0);
+}
+
+#[test]
+fn qspinlock_contended_acquisitions_wait_for_the_holder() {
+    setup();
+    const HOLD: Duration = Duration::from_millis(5);
+    const WAITERS: usize = 3;
+    static C: LockClass = LockClass::new("qspin-contended");
+    static L: QSpinLock<u64> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&C)), 0);
+    let start = Barrier::new(WAITERS + 1);
+    thread::scope(|s| {
+        let g = L.lock();
+        for _ in 0..WAITERS {
+            s.spawn(|| {
+                start.wait();
+                *L.lock() += 1;
+            });
+        }
+        start.wait();
+        // Every waiter has failed the fast path (it cannot succeed while we
+        // hold the lock) before we let go.
+        wait_until("all waiters are contended", || {
+            contended("qspin-contended") == WAITERS as u64
+        });
+        thread::sleep(HOLD);
+        drop(g);
+    });
+    assert_eq!(*L.lock(), WAITERS as u64);
+
+    let w = class_stats("qspin-contended").write;
+    let hold_ns = HOLD.as_nanos() as u64;
+    // Ours, the waiters', and the check above.
+    assert_eq!(w.acquisitions, WAITERS as u64 + 2);
+    assert_eq!(w.contended, WAITERS as u64);
+    assert_eq!(w.wait.count, WAITERS as u64);
+    // Every waiter waited through our sleep.
+    assert_eq!(w.wait.buckets[..bucket_of(hold_ns)].iter().sum::<u64>(), 0);
+    assert!(w.wait.max_ns >= hold_ns);
+    assert_eq!(w.hold.count, WAITERS as u64 + 2);
+    assert!(w.hold.max_ns >= hold_ns);
+}
+
+/// A SeqLock's writer lock is a queued spinlock: a contended write counts
+/// once, under the SeqLock's class, not also as a QSpinLock acquisition.
+#[test]
+fn seqlock_writer_lock_is_not_counted_twice() {
+    setup();
+    static C: LockClass = LockClass::new("qspin-nested-seq");
+    static S: SeqLock<u64> = SeqLock::with_class(0, ClassRef::of(&C));
+    let g = S.lock();
+    thread::scope(|s| {
+        s.spawn(|| S.write(2));
+        wait_until("the writer is contended", || {
+            contended("qspin-nested-seq") == 1
+        });
+        g.publish(1);
+    });
+    assert_eq!(S.read(), 2);
+    let st = class_stats("qspin-nested-seq");
+    assert_eq!(st.kind, Some(LockKind::SeqLock));
+    // Counted through both the SeqLock's hooks and the writer lock's, the
+    // class would show 4 acquisitions.
+    assert_eq!((st.write.acquisitions, st.write.contended), (2, 1));
+}
+
+#[test]
+fn qrwlock_counts_reads_and_writes_apart() {
+    setup();
+    static C: LockClass = LockClass::new("qrw-counts");
+    static L: QRwLock<u64> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&C)), 0);
+    // Two reads at once, on two threads (lockdep reports a thread's second
+    // fair read).
+    {
+        let r1 = L.read();
+        thread::scope(|s| {
+            s.spawn(|| assert_eq!(*L.read(), 0));
+        });
+        // A failed try is no acquisition.
+        assert!(L.try_write().is_none());
+        assert_eq!(*r1, 0);
+    }
+    *L.write() += 1;
+    assert_eq!(*L.try_read().unwrap(), 1);
+    *L.try_write().unwrap() += 1;
+    // An upgradable read counts as a write; upgrading keeps that hold.
+    let u = L.upgradable_read();
+    let mut w = QRwLockUpgradableReadGuard::upgrade(u);
+    *w += 1;
+    // A downgrade ends the write hold and starts a read hold.
+    let r = QRwLockWriteGuard::downgrade(w);
+    assert_eq!(*r, 3);
+    drop(r);
+    assert!(L.try_upgradable_read().is_some());
+
+    let st = class_stats("qrw-counts");
+    assert_eq!(st.kind, Some(LockKind::QRwLock));
+    // r1, r2, try_read, the downgraded read.
+    assert_eq!(st.read.acquisitions, 4);
+    assert_eq!(st.read.hold.count, 4);
+    // write, try_write, the upgradable read, try_upgradable_read.
+    assert_eq!(st.write.acquisitions, 4);
+    assert_eq!(st.write.hold.count, 4);
+    assert_eq!((st.read.contended, st.write.contended), (0, 0));
+}
+
+fn read_contended(name: &str) -> u64 {
+    stats::snapshot()
+        .class(name)
+        .map_or(0, |c| c.read.contended)
+}
+
+#[test]
+fn qrwlock_contended_reads_and_writes() {
+    setup();
+    const HOLD: Duration = Duration::from_millis(5);
+    const READERS: usize = 3;
+    static C: LockClass = LockClass::new("qrw-contended");
+    static L: QRwLock<u64> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&C)), 0);
+    let start = Barrier::new(READERS + 1);
+    // Readers wait for our write.
+    thread::scope(|s| {
+        let mut g = L.write();
+        for _ in 0..READERS {
+            s.spawn(|| {
+                start.wait();
+                assert_eq!(*L.read(), 1);
+            });
+        }
+        start.wait();
+        wait_until("all readers are contended", || {
+            read_contended("qrw-contended") == READERS as u64
+        });
+        thread::sleep(HOLD);
+        *g = 1;
+    });
+    // A writer waits for our read.
+    thread::scope(|s| {
+        let r: QRwLockReadGuard<'_, u64> = L.read();
+        s.spawn(|| *L.write() += 1);
+        wait_until("the writer is contended", || {
+            contended("qrw-contended") == 1
+        });
+        thread::sleep(HOLD);
+        drop(r);
+    });
+    assert_eq!(*L.read(), 2);
+
+    let st = class_stats("qrw-contended");
+    let hold_ns = HOLD.as_nanos() as u64;
+    // The readers, our read, the check.
+    assert_eq!(st.read.acquisitions, READERS as u64 + 2);
+    assert_eq!(st.read.contended, READERS as u64);
+    assert_eq!(st.read.wait.count, READERS as u64);
+    assert_eq!(
+        st.read.wait.buckets[..bucket_of(hold_ns)]
+            .iter()
+            .sum::<u64>(),
+        0
+    );
+    // Our write, the writer's.
+    assert_eq!(st.write.acquisitions, 2);
+    assert_eq!(st.write.contended, 1);
+    assert!(st.write.wait.max_ns >= hold_ns);
+    assert!(st.write.hold.max_ns >= hold_ns);
+}
+
+/// One thread, one lock: the first read takes the fast path (biased mode),
+/// a write revokes the bias, and reads then fast again (the Xen-style
+/// default table brings the bias back at unlock).
+#[test]
+fn percpu_counts_fast_reads_writes_and_revocations() {
+    setup();
+    static C: LockClass = LockClass::new("percpu-counts");
+    static L: PerCpuRwLock<u64> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&C)), 0);
+    // The first read assigns the lock's id (the slow path, through the
+    // underlying lock); the next ones are fast.
+    assert_eq!(*L.read(), 0);
+    let before = class_stats("percpu-counts");
+    assert_eq!(before.kind, Some(LockKind::PerCpuRwLock));
+    assert_eq!(before.read.acquisitions, 1);
+    assert_eq!(before.events.fast_reads + before.events.fallback_reads, 1);
+    for _ in 0..5 {
+        assert_eq!(*L.read(), 0);
+    }
+    *L.write() += 1;
+    assert_eq!(*L.try_read().unwrap(), 1);
+    *L.try_write().unwrap() += 1;
+
+    let st = class_stats("percpu-counts");
+    assert_eq!(st.read.acquisitions, 7);
+    assert_eq!(st.read.hold.count, 7);
+    assert_eq!(st.events.fast_reads + st.events.fallback_reads, 7);
+    assert!(st.events.fast_reads >= 5, "{:?}", st.events);
+    assert_eq!(st.write.acquisitions, 2);
+    assert_eq!(st.write.hold.count, 2);
+    // The write found the bias on (fast reads happened): it revoked it.
+    assert!(st.events.revocations.count >= 1, "{:?}", st.events);
+    assert_eq!((st.read.contended, st.write.contended), (0, 0));
+}
+
+/// A writer waits for another writer (on the underlying lock): contended.
+#[test]
+fn percpu_contended_writer_waits_for_the_holder() {
+    setup();
+    const HOLD: Duration = Duration::from_millis(5);
+    static C: LockClass = LockClass::new("percpu-contended");
+    static L: PerCpuRwLock<u64> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&C)), 0);
+    thread::scope(|s| {
+        let mut g = L.write();
+        s.spawn(|| *L.write() += 1);
+        wait_until("the writer is contended", || {
+            contended("percpu-contended") == 1
+        });
+        thread::sleep(HOLD);
+        *g = 1;
+    });
+    assert_eq!(*L.read(), 2);
+    let st = class_stats("percpu-contended");
+    let hold_ns = HOLD.as_nanos() as u64;
+    assert_eq!((st.write.acquisitions, st.write.contended), (2, 1));
+    assert!(st.write.wait.max_ns >= hold_ns);
+    assert!(st.write.hold.max_ns >= hold_ns);
+    assert_eq!(st.read.acquisitions, 1);
+}
