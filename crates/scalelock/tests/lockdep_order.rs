@@ -7,26 +7,8 @@
 
 mod hook_lock;
 
-use std::thread;
-
-use hook_lock::HookRwLock;
+use hook_lock::{HookRwLock, on_thread};
 use scalelock::{ClassRef, LockClass, RefreshOnce, SeqLock};
-
-/// Runs `f` on a thread named `name`; its panic message, if it panicked.
-fn on_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Option<String> {
-    let r = thread::Builder::new()
-        .name(name.into())
-        .spawn(f)
-        .unwrap()
-        .join();
-    r.err().map(|e| match e.downcast::<String>() {
-        Ok(s) => *s,
-        Err(e) => e
-            .downcast::<&str>()
-            .map(|s| s.to_string())
-            .unwrap_or_default(),
-    })
-}
 
 #[test]
 fn ab_ba_is_reported_without_deadlocking() {

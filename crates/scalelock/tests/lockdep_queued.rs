@@ -3,28 +3,13 @@
 //! Run: `cargo test -p scalelock --features lockdep --test lockdep_queued`
 #![cfg(feature = "lockdep")]
 
-use std::thread;
+mod hook_lock;
 
+use hook_lock::on_thread;
 use scalelock::{
     ClassRef, LockClass, PerCpuRwLock, QRwLock, QRwLockUpgradableReadGuard, QRwLockWriteGuard,
     QSpinLock, RawPerCpuRwLock, RawQRwLock, RawQSpinLock, lockdep,
 };
-
-/// Runs `f` on a thread named `name`; its panic message, if it panicked.
-fn on_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Option<String> {
-    let r = thread::Builder::new()
-        .name(name.into())
-        .spawn(f)
-        .unwrap()
-        .join();
-    r.err().map(|e| match e.downcast::<String>() {
-        Ok(s) => *s,
-        Err(e) => e
-            .downcast::<&str>()
-            .map(|s| s.to_string())
-            .unwrap_or_default(),
-    })
-}
 
 #[test]
 fn qspinlock_ab_ba_is_reported_without_deadlocking() {

@@ -10,27 +10,14 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
-use hook_lock::{HookRwLock, wait_until};
+use hook_lock::{HookRwLock, class_stats, stats_setup, wait_until};
 use scalelock::hook;
 use scalelock::stats::{self, bucket_of};
 use scalelock::{Access, ClassRef, LockClass, LockKind};
 
-/// Every test here times every hold (no test changes it).
-fn setup() {
-    stats::enable();
-    stats::set_hold_sample(1);
-}
-
-fn class_stats(name: &str) -> stats::ClassStats {
-    stats::snapshot()
-        .class(name)
-        .cloned()
-        .unwrap_or_else(|| panic!("no statistics for class {name}"))
-}
-
 #[test]
 fn every_event_hook_lands_in_its_field() {
-    setup();
+    stats_setup();
     static EV: LockClass = LockClass::new("events");
     let c = ClassRef::of(&EV);
     let k = LockKind::Other;
@@ -101,7 +88,7 @@ fn every_event_hook_lands_in_its_field() {
 
 #[test]
 fn site_classes_are_one_class_per_site() {
-    setup();
+    stats_setup();
     let sites: Vec<ClassRef> = (0..3).map(|_| ClassRef::here()).collect();
     for c in &sites {
         hook::park(*c, LockKind::Other);
@@ -122,7 +109,7 @@ fn site_classes_are_one_class_per_site() {
 /// wait at least HOLD, one hold at least HOLD.
 #[test]
 fn contended_write_counts_wait_and_hold() {
-    setup();
+    stats_setup();
     const HOLD: Duration = Duration::from_millis(5);
     static CW: LockClass = LockClass::new("contended-write");
     static LOCK: HookRwLock = HookRwLock::new(ClassRef::of(&CW));
@@ -165,7 +152,7 @@ fn contended_write_counts_wait_and_hold() {
 /// while a writer holds it is contended.
 #[test]
 fn readers_and_writers_are_counted_apart() {
-    setup();
+    stats_setup();
     static RW: LockClass = LockClass::new("readers-writers");
     static LOCK: HookRwLock = HookRwLock::new(ClassRef::of(&RW));
     const READERS: usize = 4;
@@ -211,7 +198,7 @@ fn readers_and_writers_are_counted_apart() {
 /// two live threads: N threads x M acquisitions sum exactly.
 #[test]
 fn counts_from_many_threads_sum_exactly() {
-    setup();
+    stats_setup();
     static MANY: LockClass = LockClass::new("many-threads");
     static LOCK: HookRwLock = HookRwLock::new(ClassRef::of(&MANY));
     const THREADS: usize = 6;

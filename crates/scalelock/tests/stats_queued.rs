@@ -11,25 +11,13 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::Duration;
 
-use hook_lock::wait_until;
+use hook_lock::{class_stats, stats_setup, wait_until};
 use scalelock::stats::{self, bucket_of};
 use scalelock::{
     ClassRef, LockClass, LockKind, PerCpuRwLock, QRwLock, QRwLockReadGuard,
     QRwLockUpgradableReadGuard, QRwLockWriteGuard, QSpinLock, RawPerCpuRwLock, RawQRwLock,
     RawQSpinLock, SeqLock,
 };
-
-fn setup() {
-    stats::enable();
-    stats::set_hold_sample(1);
-}
-
-fn class_stats(name: &str) -> stats::ClassStats {
-    stats::snapshot()
-        .class(name)
-        .cloned()
-        .unwrap_or_else(|| panic!("no statistics for class {name}"))
-}
 
 fn contended(name: &str) -> u64 {
     stats::snapshot()
@@ -39,7 +27,7 @@ fn contended(name: &str) -> u64 {
 
 #[test]
 fn qspinlock_counts_uncontended_locks_and_try_locks() {
-    setup();
+    stats_setup();
     static C: LockClass = LockClass::new("qspin-counts");
     static L: QSpinLock<u64> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&C)), 0);
     for _ in 0..5 {
@@ -68,7 +56,7 @@ fn qspinlock_counts_uncontended_locks_and_try_locks() {
 
 #[test]
 fn qspinlock_contended_acquisitions_wait_for_the_holder() {
-    setup();
+    stats_setup();
     const HOLD: Duration = Duration::from_millis(5);
     const WAITERS: usize = 3;
     static C: LockClass = LockClass::new("qspin-contended");
@@ -110,7 +98,7 @@ fn qspinlock_contended_acquisitions_wait_for_the_holder() {
 /// once, under the SeqLock's class, not also as a QSpinLock acquisition.
 #[test]
 fn seqlock_writer_lock_is_not_counted_twice() {
-    setup();
+    stats_setup();
     static C: LockClass = LockClass::new("qspin-nested-seq");
     static S: SeqLock<u64> = SeqLock::with_class(0, ClassRef::of(&C));
     let g = S.lock();
@@ -131,7 +119,7 @@ fn seqlock_writer_lock_is_not_counted_twice() {
 
 #[test]
 fn qrwlock_counts_reads_and_writes_apart() {
-    setup();
+    stats_setup();
     static C: LockClass = LockClass::new("qrw-counts");
     static L: QRwLock<u64> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&C)), 0);
     // Two reads at once, on two threads (lockdep reports a thread's second
@@ -177,7 +165,7 @@ fn read_contended(name: &str) -> u64 {
 
 #[test]
 fn qrwlock_contended_reads_and_writes() {
-    setup();
+    stats_setup();
     const HOLD: Duration = Duration::from_millis(5);
     const READERS: usize = 3;
     static C: LockClass = LockClass::new("qrw-contended");
@@ -235,7 +223,7 @@ fn qrwlock_contended_reads_and_writes() {
 /// default table brings the bias back at unlock).
 #[test]
 fn percpu_counts_fast_reads_writes_and_revocations() {
-    setup();
+    stats_setup();
     static C: LockClass = LockClass::new("percpu-counts");
     static L: PerCpuRwLock<u64> =
         PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&C)), 0);
@@ -268,7 +256,7 @@ fn percpu_counts_fast_reads_writes_and_revocations() {
 /// A writer waits for another writer (on the underlying lock): contended.
 #[test]
 fn percpu_contended_writer_waits_for_the_holder() {
-    setup();
+    stats_setup();
     const HOLD: Duration = Duration::from_millis(5);
     static C: LockClass = LockClass::new("percpu-contended");
     static L: PerCpuRwLock<u64> =

@@ -10,25 +10,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use hook_lock::wait_until;
+use hook_lock::{class_stats, stats_setup, wait_until};
 use scalelock::stats::{self, bucket_of};
 use scalelock::{ClassRef, LockClass, LockKind, RefreshOnce, SeqLock};
 
-fn setup() {
-    stats::enable();
-    stats::set_hold_sample(1);
-}
-
-fn class_stats(name: &str) -> stats::ClassStats {
-    stats::snapshot()
-        .class(name)
-        .cloned()
-        .unwrap_or_else(|| panic!("no statistics for class {name}"))
-}
-
 #[test]
 fn seqlock_counts_reads_and_writes() {
-    setup();
+    stats_setup();
     static C: LockClass = LockClass::new("seq-counts");
     let s: SeqLock<u64> = SeqLock::with_class(0, ClassRef::of(&C));
     for _ in 0..10 {
@@ -53,7 +41,7 @@ fn seqlock_counts_reads_and_writes() {
 
 #[test]
 fn seqlock_contended_writer_waits() {
-    setup();
+    stats_setup();
     const HOLD: Duration = Duration::from_millis(5);
     static C: LockClass = LockClass::new("seq-contended");
     static S: SeqLock<u64> = SeqLock::with_class(0, ClassRef::of(&C));
@@ -83,7 +71,7 @@ fn seqlock_contended_writer_waits() {
 /// are contended, with at least one retry each.
 #[test]
 fn seqlock_retrying_reads_are_contended() {
-    setup();
+    stats_setup();
     static C: LockClass = LockClass::new("seq-retries");
     let s: Arc<SeqLock<[u64; 512]>> = Arc::new(SeqLock::with_class([0; 512], ClassRef::of(&C)));
     let stop = Arc::new(AtomicBool::new(false));
@@ -122,7 +110,7 @@ fn seqlock_retrying_reads_are_contended() {
 /// served by it: 3 calls, 2 contended, 1 coalesced, 2 updates held.
 #[test]
 fn refresh_counts_coalesced_callers_and_parks() {
-    setup();
+    stats_setup();
     static C: LockClass = LockClass::new("refresh");
     static R: RefreshOnce<u64> = RefreshOnce::with_class(0, ClassRef::of(&C));
     let gate1 = Arc::new(AtomicBool::new(false));

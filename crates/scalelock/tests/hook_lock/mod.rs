@@ -133,3 +133,35 @@ pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
 }
+
+/// Runs `f` on a thread named `name`; its panic message, if it panicked.
+pub fn on_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Option<String> {
+    let r = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .unwrap()
+        .join();
+    r.err().map(|e| match e.downcast::<String>() {
+        Ok(s) => *s,
+        Err(e) => e
+            .downcast::<&str>()
+            .map(|s| s.to_string())
+            .unwrap_or_default(),
+    })
+}
+
+/// Turns statistics on and times every hold (no test changes it).
+#[cfg(feature = "stats")]
+pub fn stats_setup() {
+    scalelock::stats::enable();
+    scalelock::stats::set_hold_sample(1);
+}
+
+/// The statistics of class `name`; panics if there are none.
+#[cfg(feature = "stats")]
+pub fn class_stats(name: &str) -> scalelock::stats::ClassStats {
+    scalelock::stats::snapshot()
+        .class(name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no statistics for class {name}"))
+}
