@@ -8,6 +8,7 @@
 //! | [`QRwLock`] | an 8-byte reader-writer lock: one atomic per read or write when uncontended, readers never block each other while no writer waits, contended readers and writers queue in arrival order (writers never starve) |
 //! | [`PerCpuRwLock`] | read-mostly data read by many threads at once: a read writes only the reading thread's own cache line (no shared atomic); a write revokes that bias with a membarrier and a scan of the reader slots. The lock picks its read mode from the writes it sees: biased (rare writes), symmetric (readers pay a full fence so writers need no membarrier, when membarrier is dear) or inhibited (dense writes: reads take the underlying `QRwLock` for a window sized from the revocation cost, after BRAVO); 16 bytes plus a [`ReaderTable`] shared by a class of locks |
 //! | [`SeqLock`] | a small `Copy` value read far more often than written: readers write nothing shared and retry if a write overlapped; no data race in the Rust memory model |
+//! | [`ReentrantMutex`] | a mutex the holding thread may lock again (callbacks that re-enter, layered code taking the same lock): a [`QSpinLock`] plus an owner and a count; needs `std` |
 //! | [`RefreshOnce`] | a value many threads want recomputed (a clock, a cache): one recomputes while the others wait and share its result; every caller gets a result computed after it arrived and waits for at most one update beyond the one in progress |
 //!
 //! All locks implement the [`lock_api`] 0.5 raw traits, so they come with the
@@ -67,11 +68,15 @@ mod qrwlock;
 mod qspinlock;
 pub mod reader_table;
 mod refresh;
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
+mod remutex;
 mod seqlock;
 mod spin_barrier;
 #[cfg(feature = "stats")]
 pub mod stats;
 mod sync;
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
+mod thread_id;
 mod wait;
 
 pub use crate::class::{Access, ClassRef, LockClass, LockKind};
@@ -85,7 +90,11 @@ pub use crate::qrwlock::{
 pub use crate::qspinlock::{QSpinLock, QSpinLockGuard, RawQSpinLock};
 pub use crate::reader_table::ReaderTable;
 pub use crate::refresh::RefreshOnce;
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
+pub use crate::remutex::{MappedReentrantMutexGuard, ReentrantMutex, ReentrantMutexGuard};
 pub use crate::seqlock::{NoUninit, SeqLock, SeqLockWriteGuard};
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
+pub use crate::thread_id::RawThreadId;
 
 /// Test support, not part of the API.
 #[doc(hidden)]
