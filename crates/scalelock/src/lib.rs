@@ -16,6 +16,19 @@
 //! sleeps and wakes is the [`platform::Platform`] trait, implemented for
 //! Linux user space by [`platform::StdPlatform`] (feature `std`, default).
 //!
+//! # Features
+//! - `std` (default): the [`platform::StdPlatform`] (futexes,
+//!   `membarrier`, per-thread queue nodes) and [`ReentrantMutex`].
+//! - `arc_lock`: lock_api's guards that own an `Arc` of their lock
+//!   (`lock_arc`, `read_arc`, `write_arc`, `upgradable_read_arc` and their
+//!   `try_` forms), as parking_lot's feature of that name. Needs `alloc`
+//!   only.
+//! - `serde`: the lock types serialize as their data and deserialize into
+//!   a new unlocked lock, as parking_lot's feature of that name. Serializing
+//!   takes the lock (a read for the rwlocks), so a thread must not serialize
+//!   a mutex it holds. `no_std`-clean.
+//! - `stats`, `lockdep`: see [below](#seeing-what-the-locks-do).
+//!
 //! # Not supported
 //! - **Locking from a signal handler** that interrupted the same thread
 //!   inside one of these locks: the handler would reuse the thread's queue
