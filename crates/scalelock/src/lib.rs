@@ -16,6 +16,15 @@
 //! sleeps and wakes is the [`platform::Platform`] trait, implemented for
 //! Linux user space by [`platform::StdPlatform`] (feature `std`, default).
 //!
+//! # Coming from parking_lot
+//! The types are lock_api's, as parking_lot's are, so code moves over by
+//! changing type names: `Mutex` → [`QSpinLock`], `RwLock` → [`QRwLock`] (or
+//! [`PerCpuRwLock`] for read-mostly data), `ReentrantMutex` stays
+//! [`ReentrantMutex`]; guards, `try_lock`, `unlock_fair`, upgradable reads,
+//! downgrades, `map` and the `arc_lock`/`serde` features work the same.
+//! The repository's `examples/migrate_from_parking_lot.rs` shows a program
+//! on both.
+//!
 //! # Features
 //! - `std` (default): the [`platform::StdPlatform`] (futexes,
 //!   `membarrier`, per-thread queue nodes) and [`ReentrantMutex`].
