@@ -8,13 +8,6 @@
 //! thread's address may be given to a new thread; that only matters for a
 //! reentrant mutex whose guard was leaked (`mem::forget`) by a thread that
 //! then exited, and the new thread then owns that lock as lock_api allows.
-//!
-//! No `no_std` form: the [`Platform`](crate::platform::Platform) trait has
-//! no notion of a thread (a kernel's per-CPU context is not one: a task that
-//! is preempted while holding the lock would pass its identity to the next
-//! task on that CPU). A kernel implements [`GetThreadId`] with its current
-//! task pointer and uses `lock_api::ReentrantMutex<RawQSpinLock<MyPlatform>,
-//! MyTaskId, T>` (lock_api's `atomic_usize` feature on).
 
 use core::num::NonZeroUsize;
 
@@ -23,6 +16,17 @@ use lock_api::GetThreadId;
 /// The calling thread's identity for [`ReentrantMutex`](crate::ReentrantMutex):
 /// the address of a thread-local byte (parking_lot's `RawThreadId`, under
 /// the same name so that code naming it keeps compiling).
+///
+/// An exited thread's identity may be given to a later thread. That
+/// matters only if the exited thread leaked a reentrant mutex guard
+/// (`mem::forget`): the later thread then finds itself the owner.
+///
+/// Only with `std`: the [`Platform`](crate::platform::Platform) trait has no
+/// notion of a thread, and a kernel's per-CPU context is not one (a task
+/// preempted while holding the lock would pass its identity to the next
+/// task on that CPU). A kernel implements [`GetThreadId`] with its current
+/// task pointer and uses `lock_api::ReentrantMutex<RawQSpinLock<MyPlatform>,
+/// MyTaskId, T>`, with lock_api's `atomic_usize` feature on.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RawThreadId;
 
