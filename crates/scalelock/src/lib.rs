@@ -8,12 +8,35 @@
 //! | [`QRwLock`] | an 8-byte reader-writer lock: one atomic per read or write when uncontended, readers never block each other while no writer waits, contended readers and writers queue in arrival order (writers never starve) |
 //! | [`PerCpuRwLock`] | read-mostly data read by many threads at once: a read writes only the reading thread's own cache line (no shared atomic); a write revokes that bias with a membarrier and a scan of the reader slots. The lock picks its read mode from the writes it sees: biased (rare writes), symmetric (readers pay a full fence so writers need no membarrier, when membarrier is dear) or inhibited (dense writes: reads take the underlying `QRwLock` for a window sized from the revocation cost, after BRAVO); 16 bytes plus a [`ReaderTable`] shared by a class of locks |
 //! | [`SeqLock`] | a small `Copy` value read far more often than written: readers write nothing shared and retry if a write overlapped; no data race in the Rust memory model |
+//! | [`ReentrantMutex`] | a mutex the holding thread may lock again (callbacks that re-enter, layered code taking the same lock): a [`QSpinLock`] plus an owner and a count; needs `std` |
 //! | [`RefreshOnce`] | a value many threads want recomputed (a clock, a cache): one recomputes while the others wait and share its result; every caller gets a result computed after it arrived and waits for at most one update beyond the one in progress |
 //!
 //! All locks implement the [`lock_api`] 0.5 raw traits, so they come with the
 //! usual `Mutex`/`RwLock` guards. The algorithms are `no_std`; how a waiter
 //! sleeps and wakes is the [`platform::Platform`] trait, implemented for
 //! Linux user space by [`platform::StdPlatform`] (feature `std`, default).
+//!
+//! # Coming from parking_lot
+//! The types are lock_api's, as parking_lot's are, so code moves over by
+//! changing type names: `Mutex` → [`QSpinLock`], `RwLock` → [`QRwLock`] (or
+//! [`PerCpuRwLock`] for read-mostly data), `ReentrantMutex` stays
+//! [`ReentrantMutex`]; guards, `try_lock`, `unlock_fair`, upgradable reads,
+//! downgrades, `map` and the `arc_lock`/`serde` features work the same.
+//! The repository's `examples/migrate_from_parking_lot.rs` shows a program
+//! on both.
+//!
+//! # Features
+//! - `std` (default): the [`platform::StdPlatform`] (futexes,
+//!   `membarrier`, per-thread queue nodes) and [`ReentrantMutex`].
+//! - `arc_lock`: lock_api's guards that own an `Arc` of their lock
+//!   (`lock_arc`, `read_arc`, `write_arc`, `upgradable_read_arc` and their
+//!   `try_` forms), as parking_lot's feature of that name. Needs `alloc`
+//!   only.
+//! - `serde`: the lock types serialize as their data and deserialize into
+//!   a new unlocked lock, as parking_lot's feature of that name. Serializing
+//!   takes the lock (a read for the rwlocks), so a thread must not serialize
+//!   a mutex it holds. `no_std`-clean.
+//! - `stats`, `lockdep`: see [below](#seeing-what-the-locks-do).
 //!
 //! # Not supported
 //! - **Locking from a signal handler** that interrupted the same thread
@@ -67,11 +90,15 @@ mod qrwlock;
 mod qspinlock;
 pub mod reader_table;
 mod refresh;
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
+mod remutex;
 mod seqlock;
 mod spin_barrier;
 #[cfg(feature = "stats")]
 pub mod stats;
 mod sync;
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
+mod thread_id;
 mod wait;
 
 pub use crate::class::{Access, ClassRef, LockClass, LockKind};
@@ -85,7 +112,11 @@ pub use crate::qrwlock::{
 pub use crate::qspinlock::{QSpinLock, QSpinLockGuard, RawQSpinLock};
 pub use crate::reader_table::ReaderTable;
 pub use crate::refresh::RefreshOnce;
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
+pub use crate::remutex::{MappedReentrantMutexGuard, ReentrantMutex, ReentrantMutexGuard};
 pub use crate::seqlock::{NoUninit, SeqLock, SeqLockWriteGuard};
+#[cfg(all(feature = "std", not(any(loom, shuttle))))]
+pub use crate::thread_id::RawThreadId;
 
 /// Test support, not part of the API.
 #[doc(hidden)]
