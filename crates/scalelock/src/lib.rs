@@ -57,6 +57,7 @@
 #![warn(missing_docs)]
 
 mod class;
+mod condvar;
 pub mod hook;
 #[cfg(feature = "lockdep")]
 pub mod lockdep;
@@ -75,6 +76,7 @@ mod sync;
 mod wait;
 
 pub use crate::class::{Access, ClassRef, LockClass, LockKind};
+pub use crate::condvar::{Condvar, RawQCondvar};
 pub use crate::percpu_rwlock::{
     PerCpuReadToken, PerCpuRwLock, PerCpuRwLockExt, PerCpuRwLockReadGuard,
     PerCpuRwLockUpgradableReadGuard, PerCpuRwLockWriteGuard, PerCpuWriteToken, RawPerCpuRwLock,
