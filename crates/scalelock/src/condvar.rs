@@ -39,9 +39,10 @@
 //! counted), marks every waiter but the first *queued*, and wakes the first.
 //! Each woken waiter re-locks the mutex through `RawQSpinLock::lock` and
 //! then wakes the next one, which finds the mutex held and joins its FIFO
-//! queue. At any time at most one notified waiter is runnable without the
-//! mutex: the notified waiters enter the mutex's queue in their waiting
-//! order, and no CPU runs a thread only to put it back to sleep.
+//! queue. At any time at most one waiter of a chain is awake without
+//! holding the mutex, and the notified waiters reach the mutex in their
+//! waiting order, instead of all of them waking at once to contend for it
+//! (and most going back to sleep in its queue).
 //!
 //! The chain cannot deadlock where a broadcast would not: every waiter in
 //! it needs the same mutex (the one-mutex rule above) before its `wait` can

@@ -11,7 +11,9 @@
 //! | [`RefreshOnce`] | a value many threads want recomputed (a clock, a cache): one recomputes while the others wait and share its result; every caller gets a result computed after it arrived and waits for at most one update beyond the one in progress |
 //!
 //! All locks implement the [`lock_api`] 0.5 raw traits, so they come with the
-//! usual `Mutex`/`RwLock` guards. The algorithms are `no_std`; how a waiter
+//! usual `Mutex`/`RwLock` guards. A [`Condvar`] waits with a [`QSpinLock`]
+//! (FIFO, no spurious wake-ups, `notify_all` wakes the waiters one after
+//! another as each re-takes the mutex instead of all at once). The algorithms are `no_std`; how a waiter
 //! sleeps and wakes is the [`platform::Platform`] trait, implemented for
 //! Linux user space by [`platform::StdPlatform`] (feature `std`, default).
 //!

@@ -16,6 +16,13 @@ fn until_waiters(cv: &RawQCondvar, n: usize) {
 }
 
 #[test]
+#[cfg(target_pointer_width = "64")]
+fn is_32_bytes() {
+    // The list lock, the list's ends and the mutex address (documented).
+    assert_eq!(core::mem::size_of::<RawQCondvar>(), 32);
+}
+
+#[test]
 fn notify_without_waiters_notifies_nobody() {
     let cv: RawQCondvar = RawQCondvar::new();
     assert!(!cv.notify_one());
