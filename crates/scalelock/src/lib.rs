@@ -12,7 +12,9 @@
 //! | [`RefreshOnce`] | a value many threads want recomputed (a clock, a cache): one recomputes while the others wait and share its result; every caller gets a result computed after it arrived and waits for at most one update beyond the one in progress |
 //!
 //! All locks implement the [`lock_api`] 0.5 raw traits, so they come with the
-//! usual `Mutex`/`RwLock` guards. The algorithms are `no_std`; how a waiter
+//! usual `Mutex`/`RwLock` guards. A [`Condvar`] waits with a [`QSpinLock`]
+//! (FIFO, no spurious wake-ups, `notify_all` wakes the waiters one after
+//! another as each re-takes the mutex instead of all at once). The algorithms are `no_std`; how a waiter
 //! sleeps and wakes is the [`platform::Platform`] trait, implemented for
 //! Linux user space by [`platform::StdPlatform`] (feature `std`, default).
 //!
@@ -80,6 +82,7 @@
 #![warn(missing_docs)]
 
 mod class;
+mod condvar;
 pub mod hook;
 #[cfg(feature = "lockdep")]
 pub mod lockdep;
@@ -102,6 +105,7 @@ mod thread_id;
 mod wait;
 
 pub use crate::class::{Access, ClassRef, LockClass, LockKind};
+pub use crate::condvar::{Condvar, RawQCondvar};
 pub use crate::percpu_rwlock::{
     PerCpuReadToken, PerCpuRwLock, PerCpuRwLockExt, PerCpuRwLockReadGuard,
     PerCpuRwLockUpgradableReadGuard, PerCpuRwLockWriteGuard, PerCpuWriteToken, RawPerCpuRwLock,

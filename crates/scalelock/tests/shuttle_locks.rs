@@ -23,10 +23,11 @@
 #![cfg(shuttle)]
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use lock_api::{
-    GuardSend, Mutex, MutexGuard, RawMutex, RawMutexFair, RawRwLock, RawRwLockDowngrade,
-    RawRwLockUpgrade, RwLock, RwLockUpgradableReadGuard, RwLockWriteGuard,
+    GuardSend, Mutex, MutexGuard, RawCondvar, RawMutex, RawMutexFair, RawRwLock,
+    RawRwLockDowngrade, RawRwLockUpgrade, RwLock, RwLockUpgradableReadGuard, RwLockWriteGuard,
 };
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
 use shuttle::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -34,7 +35,7 @@ use shuttle::thread;
 use shuttle::{Config, Runner};
 
 use scalelock::reader_table::SLOTS;
-use scalelock::{PerCpuRwLock, QRwLock, RawQSpinLock, RefreshOnce};
+use scalelock::{PerCpuRwLock, QRwLock, RawQCondvar, RawQSpinLock, RefreshOnce};
 
 /// PCT's bug depth: the number of priority change points plus one.
 const PCT_DEPTH: usize = 3;
@@ -203,6 +204,84 @@ fn mutex_fair_queue_body<R: RawMutexFair + Send + Sync + 'static>() {
 #[test]
 fn qspinlock_twelve_threads_fair() {
     explore(8_000, 8_000, mutex_fair_queue_body::<RawQSpinLock>);
+}
+
+// ------------------------------------------------------------------ Condvar
+
+/// Three producers and three consumers of two items each through a
+/// `RawQCondvar`: one producer's notifies are `notify_all` (wake chains),
+/// one consumer's waits are timed (the clock moves by random steps, so
+/// they time out at random points). Every item is consumed, every waiter a
+/// notify reports matches exactly one wait that reports a notification,
+/// nobody is left waiting, and a lost notify is a deadlock.
+fn condvar_body() {
+    struct S {
+        lock: RawQSpinLock,
+        cv: RawQCondvar,
+        /// Items produced and not yet consumed; changed under `lock`.
+        items: AtomicU64,
+        /// Waiters the notifies reported.
+        notified: AtomicUsize,
+        /// Waits that reported a notification.
+        woken: AtomicUsize,
+    }
+    let s = Arc::new(S {
+        lock: RawQSpinLock::new(),
+        cv: RawQCondvar::new(),
+        items: AtomicU64::new(0),
+        notified: AtomicUsize::new(0),
+        woken: AtomicUsize::new(0),
+    });
+    {
+        let s = s.clone();
+        spawn_join(6, move |i| {
+            for _ in 0..2 {
+                if i < 3 {
+                    let g = s.lock.lock();
+                    s.items.fetch_add(1, Ordering::SeqCst);
+                    // SAFETY: `g` came from `lock()` above.
+                    unsafe { s.lock.unlock(g) };
+                    let n = if i == 0 {
+                        s.cv.notify_all()
+                    } else {
+                        usize::from(s.cv.notify_one())
+                    };
+                    s.notified.fetch_add(n, Ordering::SeqCst);
+                } else {
+                    let mut g = s.lock.lock();
+                    while s.items.load(Ordering::SeqCst) == 0 {
+                        // SAFETY: `g` is the state of our hold of `lock`.
+                        let timed_out = unsafe {
+                            if i == 3 {
+                                s.cv.wait_timeout(&s.lock, &mut g, Duration::from_micros(5))
+                            } else {
+                                s.cv.wait(&s.lock, &mut g);
+                                false
+                            }
+                        };
+                        if !timed_out {
+                            s.woken.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                    s.items.fetch_sub(1, Ordering::SeqCst);
+                    // SAFETY: as above.
+                    unsafe { s.lock.unlock(g) };
+                }
+            }
+        });
+    }
+    assert_eq!(s.items.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        s.notified.load(Ordering::SeqCst),
+        s.woken.load(Ordering::SeqCst)
+    );
+    assert_eq!(s.cv.waiters(), 0);
+    assert!(!s.lock.is_locked());
+}
+
+#[test]
+fn condvar_producers_consumers() {
+    explore(10_000, 10_000, condvar_body);
 }
 
 // ------------------------------------------------------ QRwLock, PerCpuRwLock
