@@ -199,10 +199,14 @@ fn drive<O: Lockable<usize>>(
     let mut bad = run.found.iter().map(|f| f.2).sum::<u64>();
     let mut counted = 0;
     for (c, list) in dom.vcpus.iter().enumerate() {
-        for t in list.lock().iter() {
-            seen[t.id] += 1;
-            bad += u64::from(dom.owner_of(t.id) != c);
-            counted += t.updates;
+        // Owners are read after the list lock is dropped: migrations take
+        // the timer's lock and then the lists', and this check keeps that
+        // order too (lockdep would report the inversion).
+        let timers: Vec<(usize, u64)> = list.lock().iter().map(|t| (t.id, t.updates)).collect();
+        for (id, t_updates) in timers {
+            seen[id] += 1;
+            bad += u64::from(dom.owner_of(id) != c);
+            counted += t_updates;
         }
     }
     bad += seen.iter().filter(|&&s| s != 1).count() as u64;
