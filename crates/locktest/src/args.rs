@@ -94,6 +94,12 @@ pub struct BenchArgs {
     /// Do not draw the SVG/PNG charts.
     #[arg(long)]
     pub no_plots: bool,
+    /// After every run, print scalelock's lock statistics (a lock_stat-style
+    /// table per lock class) and the advisor's recommendations, and keep
+    /// them in the JSON (needs a build with `--features stats`; counting
+    /// slows every scalelock lock down).
+    #[arg(long)]
+    pub stats: bool,
 }
 
 /// `locktest torture`.
@@ -179,6 +185,12 @@ pub struct ScenarioArgs {
     /// No notes on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// After every variant's run, print scalelock's lock statistics (a
+    /// lock_stat-style table per lock class) and the advisor's
+    /// recommendations, and keep them in the JSON (needs a build with
+    /// `--features stats`; counting slows every scalelock lock down).
+    #[arg(long)]
+    pub stats: bool,
 }
 
 /// The most threads one run may ask for.

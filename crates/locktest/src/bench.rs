@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::harness::{self, Quiet, Spec};
 use crate::kv::{self, KvMix};
-use crate::lockable::{Kind, Lockable};
+use crate::lockable::{Kind, LockRole, Lockable};
 use crate::locks::{self, Family, Visit};
 use crate::pct::Pct;
 use crate::rng::Rng;
@@ -128,7 +128,7 @@ impl Visit for Run<'_> {
             Workload::Kv(mix) => {
                 let read = self.0.read_pct.unwrap_or(KvMix::DEFAULT_READ);
                 let spec = Spec::new(self.0.lock, self.0.threads, self.0.runtime);
-                let (stats, hits) = kv::run::<F::Of<kv::Map>>(&spec, read, mix)?;
+                let (stats, hits) = kv::run::<F::Of<kv::Map>>(&spec, role(self.0), read, mix)?;
                 Ok(Measured {
                     stats,
                     hit_rate: Some(hits),
@@ -138,9 +138,15 @@ impl Visit for Run<'_> {
     }
 }
 
+/// The role of the run's lock: `bench/NAME`.
+fn role(cfg: &RunConfig) -> &'static LockRole {
+    static UNKNOWN: LockRole = LockRole::new("bench/?");
+    locks::find(cfg.lock).map_or(&UNKNOWN, |l| l.role)
+}
+
 /// The `lock` workload with lock type `L`.
 fn run_lock<L: Lockable<BenchData>>(cfg: &RunConfig) -> Result<Measured, String> {
-    let lock = L::new(BenchData::new());
+    let lock = L::with_role(BenchData::new(), role(cfg));
     // Mutexes ignore r%: every operation is a write.
     let read_ppm = match L::KIND {
         Kind::Mutex => 0,

@@ -19,7 +19,7 @@ use std::fmt;
 use std::hint::black_box;
 
 use crate::harness::{self, Quiet, Spec};
-use crate::lockable::Lockable;
+use crate::lockable::{LockRole, Lockable};
 use crate::pct::Pct;
 use crate::rng::{MILLION, Rng};
 use crate::stats::Stats;
@@ -115,10 +115,15 @@ fn prefilled() -> Map {
     map
 }
 
-/// One run of the mix with lock type `L`: the statistics and the share of
-/// lookups that hit.
-pub fn run<L: Lockable<Map>>(spec: &Spec, read: Pct, mix: KvMix) -> Result<(Stats, f64), String> {
-    let lock = L::new(prefilled());
+/// One run of the mix with lock type `L` playing `role`: the statistics
+/// and the share of lookups that hit.
+pub fn run<L: Lockable<Map>>(
+    spec: &Spec,
+    role: &'static LockRole,
+    read: Pct,
+    mix: KvMix,
+) -> Result<(Stats, f64), String> {
+    let lock = L::with_role(prefilled(), role);
     let [r, i, u, _] = mix.shares(read).map(Pct::ppm);
     let (to_insert, to_update) = (r + i, r + i + u);
     let run = harness::run(spec, &mut Quiet(|| lock.state()), |w| {
@@ -170,6 +175,8 @@ mod tests {
         }
     }
 
+    static TEST: LockRole = LockRole::new("kv-test");
+
     #[test]
     fn keys_are_distinct_and_lookups_mostly_hit() {
         let mut seen: Vec<u64> = (0..KEYS).map(key).collect();
@@ -179,12 +186,14 @@ mod tests {
 
         let spec = Spec::new("kv-test", 2, std::time::Duration::from_millis(30));
         let (stats, hits) =
-            run::<parking_lot::RwLock<Map>>(&spec, KvMix::DEFAULT_READ, KvMix::READ_HEAVY).unwrap();
+            run::<parking_lot::RwLock<Map>>(&spec, &TEST, KvMix::DEFAULT_READ, KvMix::READ_HEAVY)
+                .unwrap();
         assert!(stats.total > 0);
         assert!((0.6..0.9).contains(&hits), "hit rate {hits}");
         // All reads: the fill stays at the prefill.
         let (_, hits) =
-            run::<parking_lot::RwLock<Map>>(&spec, Pct::whole(100), KvMix::READ_HEAVY).unwrap();
+            run::<parking_lot::RwLock<Map>>(&spec, &TEST, Pct::whole(100), KvMix::READ_HEAVY)
+                .unwrap();
         assert!((hits - 0.75).abs() < 0.02, "hit rate {hits}");
     }
 }

@@ -25,6 +25,48 @@
 
 use std::time::Duration;
 
+use scalelock::{ClassRef, LockClass};
+
+/// A lock's role in a benchmark or scenario (`bench/qspinlock`,
+/// `grant_table/gt_lock`): its lock class, one per scalelock lock type.
+///
+/// A scalelock lock class belongs to one lock type (the first it meets), so
+/// a role that `--lock` may fill with any lock has a class per type; all
+/// carry the role's name, and the statistics table tells them apart by
+/// their kind.
+#[derive(Debug)]
+pub struct LockRole {
+    qspinlock: LockClass,
+    qrwlock: LockClass,
+    percpu_rwlock: LockClass,
+}
+
+impl LockRole {
+    /// The role called `name`.
+    pub const fn new(name: &'static str) -> Self {
+        LockRole {
+            qspinlock: LockClass::new(name),
+            qrwlock: LockClass::new(name),
+            percpu_rwlock: LockClass::new(name),
+        }
+    }
+
+    /// Its class for a `QSpinLock`.
+    pub fn qspinlock(&'static self) -> ClassRef {
+        ClassRef::of(&self.qspinlock)
+    }
+
+    /// Its class for a `QRwLock`.
+    pub fn qrwlock(&'static self) -> ClassRef {
+        ClassRef::of(&self.qrwlock)
+    }
+
+    /// Its class for a `PerCpuRwLock`.
+    pub fn percpu_rwlock(&'static self) -> ClassRef {
+        ClassRef::of(&self.percpu_rwlock)
+    }
+}
+
 /// Whether a lock only has exclusive access or also shared (read) access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
@@ -104,6 +146,13 @@ pub trait Lockable<T>: Send + Sync + Sized {
     const CAPS: Caps;
     /// A new unlocked lock holding `value`.
     fn new(value: T) -> Self;
+    /// A new unlocked lock holding `value`, playing `role` (its lock class
+    /// in scalelock's statistics and lockdep); locks without classes (the
+    /// peers) ignore it.
+    fn with_role(value: T, role: &'static LockRole) -> Self {
+        let _ = role;
+        Self::new(value)
+    }
     /// Runs `f` with exclusive access.
     fn with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> R;
     /// Runs `f` with shared access (exclusive for a mutex).
@@ -241,16 +290,30 @@ macro_rules! rwlock_cap {
     };
 }
 
-/// `lock_api_mutex!(path::RawLock, [CAPS], debug|plain)`: `Lockable` for
-/// `lock_api::Mutex<RawLock, T>`.
+/// `with_role` of a `lock_api` lock: the [`LockRole`] method naming the
+/// class for a raw lock with a `with_class(ClassRef)` constructor
+/// (scalelock's), `unclassed` for one without (the trait's default: the
+/// role is ignored).
+macro_rules! class_ctor {
+    (unclassed, $raw:ty, $wrap:ident) => {};
+    ($class:ident, $raw:ty, $wrap:ident) => {
+        fn with_role(value: T, role: &'static LockRole) -> Self {
+            lock_api::$wrap::from_raw(<$raw>::with_class(role.$class()), value)
+        }
+    };
+}
+
+/// `lock_api_mutex!(path::RawLock, [CAPS], debug|plain, classed|unclassed)`:
+/// `Lockable` for `lock_api::Mutex<RawLock, T>`.
 macro_rules! lock_api_mutex {
-    ($raw:ty, [$($cap:ident),*], $state:ident) => {
+    ($raw:ty, [$($cap:ident),*], $state:ident, $class:ident) => {
         impl<T: Send> Lockable<T> for lock_api::Mutex<$raw, T> {
             const KIND: Kind = Kind::Mutex;
             const CAPS: Caps = Caps::NONE $(.with(Caps::$cap))*;
             fn new(value: T) -> Self {
                 lock_api::Mutex::new(value)
             }
+            class_ctor!($class, $raw, Mutex);
             #[inline]
             fn with_write<U>(&self, f: impl FnOnce(&mut T) -> U) -> U {
                 f(&mut self.lock())
@@ -273,16 +336,17 @@ macro_rules! lock_api_mutex {
     };
 }
 
-/// `lock_api_rwlock!(path::RawLock, [CAPS], debug|plain)`: `Lockable` for
-/// `lock_api::RwLock<RawLock, T>`.
+/// `lock_api_rwlock!(path::RawLock, [CAPS], debug|plain, classed|unclassed)`:
+/// `Lockable` for `lock_api::RwLock<RawLock, T>`.
 macro_rules! lock_api_rwlock {
-    ($raw:ty, [$($cap:ident),*], $state:ident) => {
+    ($raw:ty, [$($cap:ident),*], $state:ident, $class:ident) => {
         impl<T: Send + Sync> Lockable<T> for lock_api::RwLock<$raw, T> {
             const KIND: Kind = Kind::RwLock;
             const CAPS: Caps = Caps::NONE $(.with(Caps::$cap))*;
             fn new(value: T) -> Self {
                 lock_api::RwLock::new(value)
             }
+            class_ctor!($class, $raw, RwLock);
             #[inline]
             fn with_write<U>(&self, f: impl FnOnce(&mut T) -> U) -> U {
                 f(&mut self.write())
@@ -305,15 +369,21 @@ macro_rules! lock_api_rwlock {
     };
 }
 
-lock_api_mutex!(scalelock::RawQSpinLock, [FAIR], debug);
-lock_api_rwlock!(scalelock::RawQRwLock, [UPGRADE, DOWNGRADE], debug);
-lock_api_rwlock!(scalelock::RawPerCpuRwLock, [UPGRADE, DOWNGRADE], debug);
-lock_api_mutex!(parking_lot::RawMutex, [FAIR, TIMED], plain);
-lock_api_mutex!(parking_lot::RawFairMutex, [FAIR, TIMED], plain);
+lock_api_mutex!(scalelock::RawQSpinLock, [FAIR], debug, qspinlock);
+lock_api_rwlock!(scalelock::RawQRwLock, [UPGRADE, DOWNGRADE], debug, qrwlock);
+lock_api_rwlock!(
+    scalelock::RawPerCpuRwLock,
+    [UPGRADE, DOWNGRADE],
+    debug,
+    percpu_rwlock
+);
+lock_api_mutex!(parking_lot::RawMutex, [FAIR, TIMED], plain, unclassed);
+lock_api_mutex!(parking_lot::RawFairMutex, [FAIR, TIMED], plain, unclassed);
 lock_api_rwlock!(
     parking_lot::RawRwLock,
     [FAIR, TIMED, DOWNGRADE, UPGRADE],
-    plain
+    plain,
+    unclassed
 );
 
 // std's locks poison when a holder panics. No loop panics while holding a

@@ -11,7 +11,7 @@
 //! Adding a lock: one line in [`registry!`] below, and a `Lockable` line in
 //! `lockable.rs` if its type is new.
 
-use crate::lockable::{Caps, Kind, Lockable};
+use crate::lockable::{Caps, Kind, LockRole, Lockable};
 
 /// A lock type constructor: `Of<T>` is the lock protecting a `T`.
 pub trait Family: 'static {
@@ -40,6 +40,9 @@ pub struct LockInfo {
     pub about: &'static str,
     /// One of scalelock's own locks (drawn bold in charts).
     pub ours: bool,
+    /// The bench lock's role, `bench/NAME`: its lock class (only
+    /// scalelock's locks report statistics under it).
+    pub role: &'static LockRole,
 }
 
 /// `registry! { "name" => Family(path::To::Lock), ours, "about"; ... }`:
@@ -63,6 +66,10 @@ macro_rules! registry {
                 caps: <<$fam as Family>::Of<()> as Lockable<()>>::CAPS,
                 about: $about,
                 ours: $ours,
+                role: {
+                    static ROLE: LockRole = LockRole::new(concat!("bench/", $name));
+                    &ROLE
+                },
             },
         )*];
 

@@ -26,6 +26,7 @@ mod json;
 mod kv;
 mod lockable;
 mod locks;
+mod lockstat;
 mod pct;
 mod plot;
 mod report;

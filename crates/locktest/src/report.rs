@@ -48,6 +48,10 @@ pub struct RunRecord {
     /// `kv`: the share of lookups that found their key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hit_rate: Option<f64>,
+    /// `--stats`: scalelock's lock statistics of this run
+    /// (`scalelock::stats::Snapshot`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lockstat: Option<serde_json::Value>,
 }
 
 fn lock_workload() -> String {
@@ -79,6 +83,7 @@ impl RunRecord {
             round,
             stats: m.stats,
             hit_rate: m.hit_rate,
+            lockstat: None,
         }
     }
 
@@ -113,6 +118,10 @@ pub struct Report {
     pub load: u32,
     /// Rounds of the sweep.
     pub rounds: u32,
+    /// `--stats`: scalelock's lock statistics were collected (every run
+    /// carries its `lockstat` snapshot; rates include the counting cost).
+    #[serde(default)]
+    pub lock_stats: bool,
     /// Every run, in the order it ran.
     pub runs: Vec<RunRecord>,
     /// Per lock and configuration, the summary's numbers.

@@ -18,6 +18,7 @@ use crate::harness::cores;
 use crate::kv::KvMix;
 use crate::lockable::Kind;
 use crate::locks::LockInfo;
+use crate::lockstat::LockStat;
 use crate::pct::Pct;
 use crate::plot;
 use crate::report::{self, Report, RunRecord};
@@ -41,6 +42,8 @@ pub struct Plan {
     pub workload: Workload,
     /// No progress bar.
     pub quiet: bool,
+    /// `--stats`: lock statistics around every run.
+    pub lockstat: LockStat,
 }
 
 /// One configuration and the locks that run in it.
@@ -86,6 +89,7 @@ impl Plan {
                 Workload::Lock
             },
             quiet: args.quiet,
+            lockstat: LockStat::new(args.stats)?,
         })
     }
 
@@ -180,9 +184,15 @@ impl Plan {
                         .map(|r| format!(" r%={r}"))
                         .unwrap_or_default();
                     bar.set_message(format!("{} t={}{pct}", info.name, group.threads));
+                    self.lockstat.begin();
                     let measured = bench::run(&cfg).map_err(|e| format!("{}: {e}", info.name))?;
-                    let rec = RunRecord::new(info, &cfg, round, measured);
-                    let text = self.seed_lines(&rec);
+                    let mut rec = RunRecord::new(info, &cfg, round, measured);
+                    let mut text = self.seed_lines(&rec);
+                    let title = format!("{} t={}{pct} round {round}", info.name, group.threads);
+                    if let Some(got) = self.lockstat.end(&title) {
+                        text.push_str(&got.text);
+                        rec.lockstat = Some(got.snapshot);
+                    }
                     // A closed stdout (e.g. `| head`) must not stop the sweep.
                     bar.suspend(|| emit(&text));
                     records.push(rec);
@@ -213,6 +223,12 @@ pub fn command(args: &BenchArgs) -> Result<(), Failure> {
     if plan.locks.is_empty() {
         return Err(Usage("--lock: no lock to run".into()).into());
     }
+    if plan.lockstat.on() && !args.quiet {
+        eprintln!(
+            "locktest: --stats: scalelock's locks count every acquisition; \
+             their rates include that cost"
+        );
+    }
     let runs = plan.execute().map_err(Failure::Run)?;
     emit(&report::summary(&runs, plan.rounds, &plan.note()));
 
@@ -231,6 +247,7 @@ pub fn command(args: &BenchArgs) -> Result<(), Failure> {
         runtime: plan.runtime,
         load: plan.load,
         rounds: plan.rounds,
+        lock_stats: plan.lockstat.on(),
         medians: report::medians(&runs),
         runs,
     };

@@ -562,3 +562,181 @@ fn tempdir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// The class `name` of one run's `lockstat` snapshot.
+#[cfg(feature = "stats")]
+fn class<'a>(run: &'a Value, name: &str) -> &'a Value {
+    let classes = run["lockstat"]["classes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no lockstat snapshot in {run}"));
+    classes
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no class {name} in {classes:?}"))
+}
+
+#[cfg(feature = "stats")]
+#[test]
+fn bench_stats_prints_table_and_advice_and_the_json_carries_the_snapshot() {
+    let dir = tempdir("bench-stats");
+    let json = dir.join("r.json");
+    let assert = locktest()
+        .args(["bench", "--lock", "qspinlock,qrwlock,pl-mutex"])
+        .args(["--threads", "2", "--read-pct", "95", "--runtime", "0.03"])
+        .args(["--rounds", "1", "--quiet", "--no-plots", "--stats"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--out")
+        .arg(&dir)
+        .assert()
+        .success();
+    let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    for want in [
+        "lock statistics, qspinlock t=2 round 1:",
+        "lock statistics, qrwlock t=2 r%=95 round 1:",
+        "lock_stat (scalelock)",
+        "bench/qspinlock",
+        "bench/qrwlock",
+        "advice:",
+        "lock statistics, pl-mutex t=2 round 1:\n  (no scalelock lock ran",
+    ] {
+        assert!(stdout.contains(want), "no {want:?} in:\n{stdout}");
+    }
+    // The table follows its run's seed lines, before the next run.
+    let table = stdout.find("bench/qspinlock ").unwrap();
+    let runs: Vec<usize> = stdout
+        .match_indices("Running locktest with")
+        .map(|m| m.0)
+        .collect();
+    let own = stdout.find("Running locktest with qspinlock").unwrap();
+    assert!(table > own && runs.iter().all(|&r| r <= own || r > table));
+
+    let report = read_json(&json);
+    assert_eq!(report["lock_stats"], true);
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    for run in runs {
+        let total = run["total"].as_u64().unwrap();
+        assert!(total > 0);
+        match run["lock"].as_str().unwrap() {
+            // Statistics were reset right before each run: every operation
+            // of the run, and only those, is one acquisition of its lock.
+            "qspinlock" => {
+                let c = class(run, "bench/qspinlock");
+                assert_eq!(c["kind"], "QSpinLock");
+                assert_eq!(c["write"]["acquisitions"].as_u64(), Some(total));
+                assert_eq!(c["read"]["acquisitions"].as_u64(), Some(0));
+                assert_eq!(run["lockstat"]["classes"].as_array().unwrap().len(), 1);
+            }
+            "qrwlock" => {
+                let c = class(run, "bench/qrwlock");
+                let r = c["read"]["acquisitions"].as_u64().unwrap();
+                let w = c["write"]["acquisitions"].as_u64().unwrap();
+                assert_eq!(r + w, total);
+                assert!(r > w, "95% reads: {r} reads, {w} writes");
+            }
+            "pl-mutex" => {
+                assert_eq!(run["lockstat"]["classes"].as_array().unwrap().len(), 0);
+                assert_eq!(run["lockstat"]["enabled"], true);
+            }
+            other => panic!("unexpected lock {other}"),
+        }
+    }
+}
+
+#[cfg(feature = "stats")]
+#[test]
+fn scenario_stats_names_the_scenarios_locks() {
+    let dir = tempdir("scenario-stats");
+    let json = dir.join("memtype.json");
+    let assert = locktest()
+        .args(["scenario", "memtype", "--lock", "qspinlock"])
+        .args(["--threads", "2", "--runtime", "0.03", "--rounds", "1"])
+        .args(["--quiet", "--no-plots", "--stats"])
+        .arg("--json")
+        .arg(&json)
+        .arg("--out")
+        .arg(&dir)
+        .assert()
+        .success();
+    let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    assert!(
+        stdout.contains("lock statistics, memtype/before-qspinlock t=2 round 1:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("memtype/memtype_lock "), "{stdout}");
+    assert!(stdout.contains("advice:"), "{stdout}");
+    let report = read_json(&json);
+    let runs = report["runs"].as_array().unwrap();
+    let before = runs
+        .iter()
+        .find(|r| r["variant"] == "before-qspinlock")
+        .unwrap();
+    let c = class(before, "memtype/memtype_lock");
+    assert!(c["write"]["acquisitions"].as_u64().unwrap() > 0);
+    // The after design takes no lock: its snapshot is empty.
+    let after = runs.iter().find(|r| r["design"] == "after").unwrap();
+    assert_eq!(after["lockstat"]["classes"].as_array().unwrap().len(), 0);
+}
+
+#[cfg(feature = "stats")]
+#[test]
+fn scenario_all_stats_prints_a_table_per_variant() {
+    let dir = tempdir("scenario-all-stats");
+    let assert = locktest()
+        .args(["scenario", "all", "--threads", "1", "--runtime", "0.02"])
+        .args(["--rounds", "1", "--quiet", "--no-plots", "--stats"])
+        .arg("--out")
+        .arg(&dir)
+        .assert()
+        .success();
+    let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    let runs = stdout.matches("Running locktest with").count();
+    assert!(runs >= 10, "{stdout}");
+    assert_eq!(stdout.matches("lock statistics, ").count(), runs);
+    for class in [
+        "pmtimer/pmt_lock ",
+        "pmtimer/refresh ",
+        "memtype/memtype_lock ",
+        "vpt/pt_migrate ",
+        "vpt/tm_lock ",
+        "vpt/timer_lock ",
+        "grant_table/gt_lock ",
+        "p2m/p2m_lock ",
+    ] {
+        assert!(stdout.contains(class), "no {class:?} in:\n{stdout}");
+    }
+    for name in ["pmtimer", "memtype", "vpt", "gnttab", "p2m"] {
+        let report = read_json(&dir.join(format!("scenario-{name}.json")));
+        for run in report["runs"].as_array().unwrap() {
+            assert!(run["lockstat"]["classes"].is_array(), "{name}: {run}");
+        }
+    }
+}
+
+#[cfg(not(feature = "stats"))]
+#[test]
+fn stats_without_the_feature_is_an_error_that_says_how_to_rebuild() {
+    for args in [
+        &[
+            "bench",
+            "--lock",
+            "qspinlock",
+            "--runtime",
+            "0.01",
+            "--stats",
+        ][..],
+        &["scenario", "memtype", "--runtime", "0.01", "--stats"],
+        &["scenario", "all", "--runtime", "0.01", "--stats"],
+    ] {
+        let assert = locktest().args(args).assert().code(2);
+        let out = assert.get_output();
+        let stderr = String::from_utf8(out.stderr.clone()).unwrap();
+        assert!(
+            stderr.contains("--stats") && stderr.contains("--features stats"),
+            "{args:?}: {stderr}"
+        );
+        // Refused before anything ran.
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

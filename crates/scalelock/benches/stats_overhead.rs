@@ -10,12 +10,15 @@
 //!   switched off at run time (`hooked-off`: the one Relaxed flag load),
 //!   statistics on (`hooked-stats`, hold times sampled 1 in
 //!   `stats::DEFAULT_HOLD_SAMPLE`), lockdep on (`hooked-lockdep`);
-//! - `seqlock-write` / `seqlock-read`: the real SeqLock paths, the same ways.
+//! - `seqlock-write` / `seqlock-read`: the real SeqLock paths, the same ways;
+//! - `qspinlock`, `qrwlock-read` / `qrwlock-write`, `percpu-read` /
+//!   `percpu-write`: the queued locks' lock/unlock (read or write) through
+//!   their `lock_api` guards, the same ways.
 //!
 //! Every round runs every contender in alternating order; the report gives
 //! per contender the median ns/op and the median of its per-round ratio to
-//! its baseline (`bare` for the hooked lock, the switched-off run for the
-//! SeqLock paths). Run both builds, quietly:
+//! its baseline (`bare` for the hooked lock, the switched-off run of the
+//! same path for the real locks). Run both builds, quietly:
 //! ```text
 //! cargo bench -p scalelock --bench stats_overhead
 //! cargo bench -p scalelock --bench stats_overhead --features stats,lockdep
@@ -29,7 +32,10 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use scalelock::hook::{self, Held};
-use scalelock::{Access, ClassRef, LockClass, LockKind, SeqLock};
+use scalelock::{
+    Access, ClassRef, LockClass, LockKind, PerCpuRwLock, QRwLock, QSpinLock, RawPerCpuRwLock,
+    RawQRwLock, RawQSpinLock, SeqLock,
+};
 
 mod common;
 use common::{alternating, env_u64, median};
@@ -127,6 +133,41 @@ fn loop_seq_read(seq: &SeqLock<u64>, n: u64) {
     }
 }
 
+#[inline(never)]
+fn loop_qspin(l: &QSpinLock<u64>, n: u64) {
+    for _ in 0..n {
+        *l.lock() += 1;
+    }
+}
+
+#[inline(never)]
+fn loop_qrw_read(l: &QRwLock<u64>, n: u64) {
+    for _ in 0..n {
+        black_box(*l.read());
+    }
+}
+
+#[inline(never)]
+fn loop_qrw_write(l: &QRwLock<u64>, n: u64) {
+    for _ in 0..n {
+        *l.write() += 1;
+    }
+}
+
+#[inline(never)]
+fn loop_percpu_read(l: &PerCpuRwLock<u64>, n: u64) {
+    for _ in 0..n {
+        black_box(*l.read());
+    }
+}
+
+#[inline(never)]
+fn loop_percpu_write(l: &PerCpuRwLock<u64>, n: u64) {
+    for _ in 0..n {
+        *l.write() += 1;
+    }
+}
+
 /// What a contender measures.
 #[derive(Clone, Copy)]
 enum Path {
@@ -134,7 +175,22 @@ enum Path {
     Hooked,
     SeqWrite,
     SeqRead,
+    QSpin,
+    QRwRead,
+    QRwWrite,
+    PerCpuRead,
+    PerCpuWrite,
 }
+
+/// The real locks' paths after the SeqLock's, each compared with itself
+/// switched off: (name, path).
+const LOCK_PATHS: [(&str, Path); 5] = [
+    ("qspinlock", Path::QSpin),
+    ("qrwlock-read", Path::QRwRead),
+    ("qrwlock-write", Path::QRwWrite),
+    ("percpu-read", Path::PerCpuRead),
+    ("percpu-write", Path::PerCpuWrite),
+];
 
 /// Which hooks are switched on while it runs.
 #[derive(Clone, Copy, PartialEq)]
@@ -147,7 +203,7 @@ enum Mode {
 }
 
 struct Contender {
-    name: &'static str,
+    name: String,
     path: Path,
     mode: Mode,
     /// Index of the contender it is compared with.
@@ -155,8 +211,8 @@ struct Contender {
 }
 
 fn contenders() -> Vec<Contender> {
-    let c = |name, path, mode, baseline| Contender {
-        name,
+    let c = |name: &str, path, mode, baseline| Contender {
+        name: name.to_string(),
         path,
         mode,
         baseline,
@@ -183,6 +239,16 @@ fn contenders() -> Vec<Contender> {
         if cfg!(feature = "stats") {
             v.push(c("seqlock-read-stats", Path::SeqRead, Mode::Stats, r));
         }
+        for (name, path) in LOCK_PATHS {
+            let b = v.len();
+            v.push(c(&format!("{name}-off"), path, Mode::Off, b));
+            if cfg!(feature = "stats") {
+                v.push(c(&format!("{name}-stats"), path, Mode::Stats, b));
+            }
+            if cfg!(feature = "lockdep") {
+                v.push(c(&format!("{name}-lockdep"), path, Mode::Lockdep, b));
+            }
+        }
     } else {
         v.push(c("hooked (features off)", Path::Hooked, Mode::Off, 0));
         let w = v.len();
@@ -199,6 +265,10 @@ fn contenders() -> Vec<Contender> {
             Mode::Off,
             r,
         ));
+        for (name, path) in LOCK_PATHS {
+            let b = v.len();
+            v.push(c(&format!("{name} (features off)"), path, Mode::Off, b));
+        }
     }
     v
 }
@@ -223,6 +293,10 @@ fn run(path: Path, runtime: Duration) -> f64 {
         class: ClassRef::of(&BENCH),
     };
     let seq: SeqLock<u64> = SeqLock::with_class(0, ClassRef::of(&BENCH));
+    let class = ClassRef::of(&BENCH);
+    let qspin = QSpinLock::from_raw(RawQSpinLock::with_class(class), 0);
+    let qrw = QRwLock::from_raw(RawQRwLock::with_class(class), 0);
+    let percpu = PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(class), 0);
     let start = Instant::now();
     let mut ops = 0u64;
     while start.elapsed() < runtime {
@@ -231,6 +305,11 @@ fn run(path: Path, runtime: Duration) -> f64 {
             Path::Hooked => loop_hooked(&tas, BATCH),
             Path::SeqWrite => loop_seq_write(&seq, BATCH),
             Path::SeqRead => loop_seq_read(&seq, BATCH),
+            Path::QSpin => loop_qspin(&qspin, BATCH),
+            Path::QRwRead => loop_qrw_read(&qrw, BATCH),
+            Path::QRwWrite => loop_qrw_write(&qrw, BATCH),
+            Path::PerCpuRead => loop_percpu_read(&percpu, BATCH),
+            Path::PerCpuWrite => loop_percpu_write(&percpu, BATCH),
         }
         ops += BATCH;
     }

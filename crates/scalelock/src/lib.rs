@@ -72,8 +72,7 @@
 //!   writes apart; `PerCpuRwLock` also fast and fallback reads and
 //!   revocations with their cost). Not reported yet: the queued locks'
 //!   slow-path events (pending path, queue depth, batch ends, hand-offs,
-//!   parks and wakes), and a `PerCpuRwLock` read that waits for a writer
-//!   while the bias is off counts as a fallback read but not as contended.
+//!   parks and wakes).
 //! - `lockdep`: lock-order checking that reports a possible deadlock at the
 //!   first acquisition that closes a cycle, and recursive locking
 //!   (`lockdep` module), for the locks that call the hooks (the same ones

@@ -398,12 +398,13 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 
     /// The common read paths, with the thread's slot free: biased or
-    /// symmetric, the slot; inhibited, the underlying lock (waiting for it
-    /// if `wait`), recorded in the slot. `None` means take the slow path.
-    /// The biased read is inlined into the caller; the other modes are one
-    /// call away.
+    /// symmetric, the slot; inhibited, the underlying lock, recorded in the
+    /// slot: waiting for it if `wait` is `Some(contended)` (and calling
+    /// `contended` if it has to wait), only trying if `None` ([`NO_WAIT`]).
+    /// `None` means take the slow path. The biased read is inlined into the
+    /// caller; the other modes are one call away.
     #[inline(always)]
-    fn try_lock_shared_fast(&self, wait: bool) -> Option<PerCpuReadToken> {
+    fn try_lock_shared_fast(&self, wait: Option<impl FnOnce()>) -> Option<PerCpuReadToken> {
         let s = self.state.load(Ordering::Relaxed);
         if s & (FAST | SYM) != FAST || s & ID_MASK == 0 {
             return self.try_lock_shared_modes(s, wait);
@@ -426,7 +427,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
 
     /// `try_lock_shared_fast` for every state but a biased one (`s`).
     #[inline(never)]
-    fn try_lock_shared_modes(&self, s: u64, wait: bool) -> Option<PerCpuReadToken> {
+    fn try_lock_shared_modes(
+        &self,
+        s: u64,
+        wait: Option<impl FnOnce()>,
+    ) -> Option<PerCpuReadToken> {
         if s & ID_MASK == 0 {
             return None;
         }
@@ -462,21 +467,28 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 
     /// An inhibited read with the thread's slot free: the underlying read
-    /// lock, recorded in the slot. `s` is the state read before queueing:
-    /// if a writer moved it meanwhile, the re-enabling CAS fails and the
-    /// writer's decision stands.
+    /// lock (`wait` as in `try_lock_shared_fast`: a read that waits here for
+    /// a writer is contended), recorded in the slot. `s` is the state read
+    /// before queueing: if a writer moved it meanwhile, the re-enabling CAS
+    /// fails and the writer's decision stands.
     #[inline(never)]
-    fn read_inhibited(&self, s: u64, slot: &'static Slot, wait: bool) -> Option<PerCpuReadToken> {
+    fn read_inhibited(
+        &self,
+        s: u64,
+        slot: &'static Slot,
+        wait: Option<impl FnOnce()>,
+    ) -> Option<PerCpuReadToken> {
         // A read of this lock recorded in the thread-local list (taken while
         // the slot was busy) would make this one recursive: the slow path
         // looks.
         if slot.listed().load(Ordering::Relaxed) != 0 {
             return None;
         }
-        if wait {
-            let _ = self.inner.lock_shared();
-        } else {
-            let _ = self.inner.try_lock_shared()?;
+        match wait {
+            Some(contended) => self.inner.lock_shared_hooked(contended),
+            None => {
+                let _ = self.inner.try_lock_shared()?;
+            }
         }
         if slot.count_slow_read(TUNING.pc_clock_every) && since_stamp(s, P::now_ns()) >= 0 {
             self.reenable(s);
@@ -534,6 +546,13 @@ impl<P: Platform> RawPerCpuRwLock<P> {
 
     #[cold]
     fn lock_shared_slow(&self, contended: impl FnOnce()) -> PerCpuReadToken {
+        // Called at most once, by whichever of the two waits below waits.
+        let mut contended = Some(contended);
+        let mut contended = || {
+            if let Some(c) = contended.take() {
+                c();
+            }
+        };
         self.ensure_id();
         let s = self.state.load(Ordering::Relaxed);
         let mine = self.my_slot();
@@ -542,7 +561,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if let Some(token) = self.recursive_read(s, mine) {
             return token;
         }
-        if let Some(token) = self.try_lock_shared_fast(true) {
+        if let Some(token) = self.try_lock_shared_fast(Some(&mut contended)) {
             return token;
         }
         self.inner.lock_shared_hooked(contended);
@@ -774,6 +793,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 }
 
+/// `try_lock_shared_fast`'s `wait` for a try: never wait.
+const NO_WAIT: Option<fn()> = None;
+
 #[inline]
 fn table_of(state: u64) -> &'static ReaderTable {
     table_at(((state & TABLE_MASK) >> TABLE_SHIFT) as usize)
@@ -889,10 +911,15 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         // Reads are recursive reads to lockdep: a read of a lock the thread
         // already read-holds never waits (see "Recursive reads").
         let mut p = self.start(Access::RecursiveRead);
-        let mut token = match self.try_lock_shared_fast(true) {
+        // Without the hooks, empty callbacks: no reference to `p` passed
+        // into the inhibited read or the slow path.
+        let fast = if hook::COMPILED {
+            self.try_lock_shared_fast(Some(|| p.contended()))
+        } else {
+            self.try_lock_shared_fast(Some(|| {}))
+        };
+        let mut token = match fast {
             Some(token) => token,
-            // Without the hooks, an empty callback: no reference to `p`
-            // passed into the slow path.
             None if hook::COMPILED => self.lock_shared_slow(|| p.contended()),
             None => self.lock_shared_slow(|| {}),
         };
@@ -989,7 +1016,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// `try_lock_shared` without the hooks.
     #[inline]
     fn try_lock_shared_untracked(&self) -> Option<PerCpuReadToken> {
-        if let Some(token) = self.try_lock_shared_fast(false) {
+        if let Some(token) = self.try_lock_shared_fast(NO_WAIT) {
             return Some(token);
         }
         self.ensure_id();
@@ -998,7 +1025,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if let Some(token) = self.recursive_read(s, mine) {
             return Some(token);
         }
-        if let Some(token) = self.try_lock_shared_fast(false) {
+        if let Some(token) = self.try_lock_shared_fast(NO_WAIT) {
             return Some(token);
         }
         let _ = self.inner.try_lock_shared()?;

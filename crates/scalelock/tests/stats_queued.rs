@@ -278,3 +278,43 @@ fn percpu_contended_writer_waits_for_the_holder() {
     assert!(st.write.hold.max_ns >= hold_ns);
     assert_eq!(st.read.acquisitions, 1);
 }
+
+/// A read that finds the bias off (a writer revoked it and holds the lock)
+/// and its slot free waits for the writer on the underlying lock: a
+/// fallback read, and contended.
+#[test]
+fn percpu_inhibited_read_waits_for_the_writer_contended() {
+    stats_setup();
+    const HOLD: Duration = Duration::from_millis(5);
+    static C: LockClass = LockClass::new("percpu-inhibited-read");
+    static L: PerCpuRwLock<u64> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&C)), 0);
+    // The first read gives the lock its id, so the reader below finds an
+    // inhibited lock, not one to set up.
+    assert_eq!(*L.read(), 0);
+    let start = Barrier::new(2);
+    thread::scope(|s| {
+        let mut g = L.write();
+        s.spawn(|| {
+            start.wait();
+            assert_eq!(*L.read(), 1);
+        });
+        start.wait();
+        wait_until("the reader is contended", || {
+            read_contended("percpu-inhibited-read") == 1
+        });
+        thread::sleep(HOLD);
+        *g = 1;
+    });
+    let st = class_stats("percpu-inhibited-read");
+    let hold_ns = HOLD.as_nanos() as u64;
+    // Our first read and the reader's.
+    assert_eq!(st.read.acquisitions, 2);
+    assert_eq!(st.read.contended, 1);
+    assert_eq!(st.read.wait.count, 1);
+    assert!(st.read.wait.max_ns >= hold_ns, "{:?}", st.read.wait);
+    // The reader went through the underlying lock.
+    assert!(st.events.fallback_reads >= 1, "{:?}", st.events);
+    assert_eq!(st.events.fast_reads + st.events.fallback_reads, 2);
+    assert_eq!((st.write.acquisitions, st.write.contended), (1, 0));
+}

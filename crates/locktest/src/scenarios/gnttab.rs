@@ -13,9 +13,9 @@
 //!   per-CPU slot array for the class of all grant-table locks). A read
 //!   writes only the reading thread's slot; a writer revokes the reader bias.
 
-use scalelock::{PerCpuRwLock, PerCpuRwLockExt, ReaderTable};
+use scalelock::{PerCpuRwLock, RawPerCpuRwLock, ReaderTable};
 
-use super::grant_table::{self, Direct, Readers};
+use super::grant_table::{self, Direct, GT_LOCK, Readers};
 use super::{Outcome, RunFn, Scenario, Setup, before_fn};
 use crate::lockable::Lockable;
 
@@ -37,11 +37,15 @@ fn before_for(lock: &str) -> Option<RunFn> {
 }
 
 fn before<L: Lockable<()>>(setup: &Setup) -> Result<Outcome, String> {
-    grant_table::drive(setup, || L::new(()), &Readers::new(setup.threads), &Direct)
+    let new = || L::with_role((), &GT_LOCK);
+    grant_table::drive(setup, new, &Readers::new(setup.threads), &Direct)
 }
 
 fn after(setup: &Setup) -> Result<Outcome, String> {
-    let new = || PerCpuRwLock::with_table(&GRANT_RWLOCK, ());
+    let new = || {
+        let raw = RawPerCpuRwLock::with_table_and_class(&GRANT_RWLOCK, GT_LOCK.percpu_rwlock());
+        PerCpuRwLock::from_raw(raw, ())
+    };
     grant_table::drive(setup, new, &Readers::new(setup.threads), &Direct)
 }
 

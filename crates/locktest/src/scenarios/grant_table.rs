@@ -43,11 +43,11 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
-use scalelock::QSpinLock;
+use scalelock::{ClassRef, LockClass, QSpinLock, RawQSpinLock};
 
 use super::{Outcome, Setup};
 use crate::harness::{self, Quiet};
-use crate::lockable::Lockable;
+use crate::lockable::{LockRole, Lockable};
 use crate::rng::Rng;
 
 /// Guests whose tables the backend's queues use.
@@ -142,12 +142,26 @@ impl Readers {
     }
 }
 
+/// The lock class of the grant-table lock (Xen's `gt->lock`), every
+/// domain's (`--stats`).
+pub static GT_LOCK: LockRole = LockRole::new("grant_table/gt_lock");
+/// The lock class of the active grant entries' locks.
+static ACTIVE_ENTRY: LockClass = LockClass::new("grant_table/active_entry");
+
 /// An active grant entry (`struct active_grant_entry`): its spinlock and
 /// its pin count, which only the entry lock's holder changes.
-#[derive(Default)]
 struct Entry {
     lock: QSpinLock<()>,
     pin: AtomicU32,
+}
+
+impl Default for Entry {
+    fn default() -> Self {
+        Entry {
+            lock: QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&ACTIVE_ENTRY)), ()),
+            pin: AtomicU32::new(0),
+        }
+    }
 }
 
 impl Entry {

@@ -22,8 +22,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{Outcome, RunFn, Scenario, Setup, before_fn};
 use crate::harness::{self, Quiet};
-use crate::lockable::Lockable;
+use crate::lockable::{LockRole, Lockable};
 use crate::rng::Rng;
+
+/// The lock class of the global memtype lock (`--stats`).
+static MEMTYPE_LOCK: LockRole = LockRole::new("memtype/memtype_lock");
 
 /// Pages tracked; their flag words live on separate cache lines, as in
 /// `struct page`.
@@ -102,7 +105,7 @@ impl Design for Cmpxchg {
 }
 
 fn before<L: Lockable<()>>(setup: &Setup) -> Result<Outcome, String> {
-    let lock = Locked(L::new(()));
+    let lock = Locked(L::with_role((), &MEMTYPE_LOCK));
     drive(setup, &lock, || lock.0.state())
 }
 

@@ -31,6 +31,7 @@ use std::time::Duration;
 use crate::args::{self, ScenarioArgs};
 use crate::failure::{Failure, Usage};
 use crate::harness::{Spec, cores};
+use crate::lockstat::LockStat;
 use crate::plot;
 use crate::stats::Stats;
 use crate::stdout::emit;
@@ -144,6 +145,13 @@ pub fn command(args: &ScenarioArgs) -> Result<(), Failure> {
     let threads = args::thread_list(&args.threads, vec![1, c, 8 * c])?;
     let runtime = args::check_seconds("--runtime", args.runtime)?;
     let rounds = args::check_rounds(args.rounds)?;
+    let lockstat = LockStat::new(args.stats)?;
+    if lockstat.on() && !args.quiet {
+        eprintln!(
+            "locktest: --stats: scalelock's locks count every acquisition; \
+             their rates include that cost"
+        );
+    }
     // Every lock name is checked before anything runs.
     let plans: Vec<(&Scenario, Vec<Variant>)> = chosen
         .into_iter()
@@ -152,7 +160,7 @@ pub fn command(args: &ScenarioArgs) -> Result<(), Failure> {
 
     let mut failed = Vec::new();
     for (sc, variants) in plans {
-        let report = run(sc, &variants, &threads, runtime, rounds)?;
+        let report = run(sc, &variants, &threads, runtime, rounds, &lockstat)?;
         let json = args
             .json
             .clone()
@@ -213,6 +221,7 @@ fn run(
     threads: &[usize],
     runtime: f64,
     rounds: u32,
+    lockstat: &LockStat,
 ) -> Result<Report, Failure> {
     let mut runs = Vec::new();
     for &t in threads {
@@ -227,9 +236,16 @@ fn run(
                     runtime: Duration::from_secs_f64(runtime),
                     what: format!("{}/{variant}", sc.name),
                 };
+                lockstat.begin();
                 let out = run(&setup).map_err(Failure::Run)?;
-                let rec = ScenarioRun::new(sc.name, variant, lock.clone(), runtime, round, out);
-                emit(&rec.seed_lines());
+                let mut rec = ScenarioRun::new(sc.name, variant, lock.clone(), runtime, round, out);
+                let mut text = rec.seed_lines();
+                let title = format!("{} t={t} round {round}", setup.what);
+                if let Some(got) = lockstat.end(&title) {
+                    text.push_str(&got.text);
+                    rec.lockstat = Some(got.snapshot);
+                }
+                emit(&text);
                 runs.push(rec);
             }
         }

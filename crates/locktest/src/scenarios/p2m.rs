@@ -23,16 +23,19 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use scalelock::{PerCpuRwLock, PerCpuRwLockExt, ReaderTable};
+use scalelock::{PerCpuRwLock, RawPerCpuRwLock, ReaderTable};
 
 use super::gnttab::GRANT_RWLOCK;
-use super::grant_table::{self, DOMAINS, Readers, Translate};
+use super::grant_table::{self, DOMAINS, GT_LOCK, Readers, Translate};
 use super::{Outcome, RunFn, Scenario, Setup, before_fn};
-use crate::lockable::Lockable;
+use crate::lockable::{LockRole, Lockable};
 use crate::rng::Rng;
 
 /// The reader slots of the p2m lock class.
 pub static P2M_RWLOCK: ReaderTable = ReaderTable::new();
+
+/// The lock class of every guest's p2m lock (`--stats`).
+static P2M_LOCK: LockRole = LockRole::new("p2m/p2m_lock");
 
 /// Guest frames per p2m.
 const GFNS: usize = 1024;
@@ -59,18 +62,18 @@ fn before_for(lock: &str) -> Option<RunFn> {
 
 fn before<L: Lockable<()>>(setup: &Setup) -> Result<Outcome, String> {
     let readers = Readers::new(setup.threads);
-    let p2m = P2m::new(|| L::new(()), &readers, WRITE_EVERY);
-    grant_table::drive(setup, || L::new(()), &readers, &p2m)
+    let p2m = P2m::new(|| L::with_role((), &P2M_LOCK), &readers, WRITE_EVERY);
+    grant_table::drive(setup, || L::with_role((), &GT_LOCK), &readers, &p2m)
 }
 
 fn after(setup: &Setup) -> Result<Outcome, String> {
     let readers = Readers::new(setup.threads);
-    let p2m = P2m::new(
-        || PerCpuRwLock::with_table(&P2M_RWLOCK, ()),
-        &readers,
-        WRITE_EVERY,
-    );
-    let grant = || PerCpuRwLock::with_table(&GRANT_RWLOCK, ());
+    let in_class = |table, role: &'static LockRole| {
+        let raw = RawPerCpuRwLock::with_table_and_class(table, role.percpu_rwlock());
+        PerCpuRwLock::from_raw(raw, ())
+    };
+    let p2m = P2m::new(|| in_class(&P2M_RWLOCK, &P2M_LOCK), &readers, WRITE_EVERY);
+    let grant = || in_class(&GRANT_RWLOCK, &GT_LOCK);
     grant_table::drive(setup, grant, &readers, &p2m)
 }
 

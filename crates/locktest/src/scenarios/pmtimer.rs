@@ -21,11 +21,16 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use scalelock::RefreshOnce;
+use scalelock::{ClassRef, LockClass, RefreshOnce};
 
 use super::{Outcome, RunFn, Scenario, Setup, before_fn};
 use crate::harness::{self, Quiet};
-use crate::lockable::Lockable;
+use crate::lockable::{LockRole, Lockable};
+
+/// Lock classes (`--stats`): the timer lock before (Xen's `pmt->lock`), the
+/// RefreshOnce after.
+static PMT_LOCK: LockRole = LockRole::new("pmtimer/pmt_lock");
+static PMT_REFRESH: LockClass = LockClass::new("pmtimer/refresh");
 
 /// The timer state: `[counter reading in ns, timer value in ticks]`.
 type Pmt = [u64; 2];
@@ -80,7 +85,7 @@ struct Caller {
 
 fn before<L: Lockable<Pmt>>(setup: &Setup) -> Result<Outcome, String> {
     let base = Instant::now();
-    let lock = L::new([0, 0]);
+    let lock = L::with_role([0, 0], &PMT_LOCK);
     drive(setup, base, &mut Quiet(|| lock.state()), |c| {
         c.recomputes += 1;
         lock.with_write(|s| {
@@ -94,7 +99,7 @@ fn before<L: Lockable<Pmt>>(setup: &Setup) -> Result<Outcome, String> {
 
 fn after(setup: &Setup) -> Result<Outcome, String> {
     let base = Instant::now();
-    let timer: RefreshOnce<Pmt> = RefreshOnce::new([0, 0]);
+    let timer: RefreshOnce<Pmt> = RefreshOnce::with_class([0, 0], ClassRef::of(&PMT_REFRESH));
     drive(setup, base, &mut Quiet(|| format!("{timer:?}")), |c| {
         timer.refresh(|s| {
             c.recomputes += 1;

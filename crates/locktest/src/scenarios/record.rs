@@ -37,6 +37,10 @@ pub struct ScenarioRun {
     pub metrics: BTreeMap<&'static str, f64>,
     /// Broken invariants; must be 0.
     pub violations: u64,
+    /// `--stats`: scalelock's lock statistics of this run
+    /// (`scalelock::stats::Snapshot`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lockstat: Option<serde_json::Value>,
 }
 
 impl ScenarioRun {
@@ -59,6 +63,7 @@ impl ScenarioRun {
             stats: out.stats,
             metrics: out.metrics.into_iter().collect(),
             violations: out.violations,
+            lockstat: None,
         }
     }
 

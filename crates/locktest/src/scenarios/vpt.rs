@@ -29,13 +29,20 @@
 //! timers' update counts add up to the VM exits that updated one.
 
 use crossbeam_utils::CachePadded;
-use scalelock::QSpinLock;
+use scalelock::{ClassRef, LockClass, QSpinLock, RawQSpinLock};
 
 use super::{Outcome, RunFn, Scenario, Setup, before_fn};
 use crate::busted::Busted;
 use crate::harness::{self, Quiet};
-use crate::lockable::Lockable;
+use crate::lockable::{LockRole, Lockable};
 use crate::rng::Rng;
+
+/// Lock classes (`--stats`): the per-domain rwlock XSA-336 added
+/// (`pl_time->pt_migrate`), each vCPU's timer-list lock (`tm_lock`), and the
+/// per-timer lock that replaced the domain rwlock.
+static PT_MIGRATE: LockRole = LockRole::new("vpt/pt_migrate");
+static TM_LOCK: LockClass = LockClass::new("vpt/tm_lock");
+static TIMER_LOCK: LockRole = LockRole::new("vpt/timer_lock");
 
 /// Timers per vCPU at the start.
 const TIMERS_PER_VCPU: usize = 4;
@@ -95,7 +102,7 @@ impl Outer for PerTimer {
 }
 
 fn before<L: Lockable<()>>(setup: &Setup) -> Result<Outcome, String> {
-    let outer = DomainLock(L::new(()));
+    let outer = DomainLock(L::with_role((), &PT_MIGRATE));
     drive::<Busted<usize>>(setup, &outer, MIGRATE_EVERY, || outer.0.state())
 }
 
@@ -115,14 +122,17 @@ impl<O: Lockable<usize>> Domain<O> {
     fn new(v: usize) -> Self {
         let vcpus = (0..v).map(|c| {
             let ids = c * TIMERS_PER_VCPU..(c + 1) * TIMERS_PER_VCPU;
-            CachePadded::new(QSpinLock::new(
+            CachePadded::new(QSpinLock::from_raw(
+                RawQSpinLock::with_class(ClassRef::of(&TM_LOCK)),
                 ids.map(|id| Timer { id, updates: 0 }).collect(),
             ))
         });
         let owner = (0..v * TIMERS_PER_VCPU).map(|id| id / TIMERS_PER_VCPU);
         Domain {
             vcpus: vcpus.collect(),
-            owner: owner.map(|c| CachePadded::new(O::new(c))).collect(),
+            owner: owner
+                .map(|c| CachePadded::new(O::with_role(c, &TIMER_LOCK)))
+                .collect(),
         }
     }
 
@@ -189,10 +199,14 @@ fn drive<O: Lockable<usize>>(
     let mut bad = run.found.iter().map(|f| f.2).sum::<u64>();
     let mut counted = 0;
     for (c, list) in dom.vcpus.iter().enumerate() {
-        for t in list.lock().iter() {
-            seen[t.id] += 1;
-            bad += u64::from(dom.owner_of(t.id) != c);
-            counted += t.updates;
+        // Owners are read after the list lock is dropped: migrations take
+        // the timer's lock and then the lists', and this check keeps that
+        // order too (lockdep would report the inversion).
+        let timers: Vec<(usize, u64)> = list.lock().iter().map(|t| (t.id, t.updates)).collect();
+        for (id, t_updates) in timers {
+            seen[id] += 1;
+            bad += u64::from(dom.owner_of(id) != c);
+            counted += t_updates;
         }
     }
     bad += seen.iter().filter(|&&s| s != 1).count() as u64;

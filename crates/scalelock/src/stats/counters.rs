@@ -11,6 +11,18 @@
 //! a snapshot may lag by the events in flight; once they have stopped (or
 //! been joined) it is exact.
 //!
+//! # The uncontended path
+//! An uncontended acquisition with statistics on costs a few ns that an
+//! uncontended lock does not have to spare, so its path is short: the
+//! thread's block list (indexed by class) is also published in a
+//! thread-local without a destructor (`RECENT`; std compiles such a
+//! `thread_local!` to a plain TLS access, with no lazy-initialisation or
+//! destructor-registration check), so a class the thread has met costs an
+//! indexed load, the epoch check, one counter store and the hold-sampling
+//! countdown. No clock is read unless this hold is sampled (1 in
+//! `stats::hold_sample()`) or the acquisition waited. The `RefCell`ed list
+//! itself is only used to add a class the thread meets for the first time.
+//!
 //! When a thread exits its blocks go to a pool and a later thread carries
 //! on counting in them, so nothing counted is lost and memory stays bounded
 //! by (threads alive at once) x (classes). A thread whose thread-locals are
@@ -161,14 +173,18 @@ fn take_block(class: u32) -> &'static Block {
     b
 }
 
-/// A thread's blocks and its hold-sampling countdown.
+/// A thread's blocks.
 struct Shard {
     blocks: RefCell<Vec<Option<&'static Block>>>,
-    countdown: Cell<u32>,
 }
 
 impl Drop for Shard {
     fn drop(&mut self) {
+        // The blocks go to the pool, where another thread may take them, and
+        // the list is freed: unpublish it first (this thread may still lock
+        // in later thread-local destructors; it then counts in the shared
+        // blocks).
+        let _ = RECENT.try_with(Recent::forget);
         let blocks = core::mem::take(self.blocks.get_mut());
         let mut pool = guard(&POOL);
         for b in blocks.into_iter().flatten() {
@@ -181,10 +197,71 @@ impl Drop for Shard {
     }
 }
 
+/// The thread's block list as published for the fast path, and its
+/// hold-sampling countdown: no destructor, so always accessible and as
+/// cheap as TLS gets.
+struct Recent {
+    /// The buffer of this thread's `Shard::blocks`, valid for `len`
+    /// entries (0: nothing published).
+    blocks: Cell<*const Option<&'static Block>>,
+    len: Cell<usize>,
+    countdown: Cell<u32>,
+}
+
+impl Recent {
+    /// Unpublishes the list (before it changes or is freed).
+    fn forget(&self) {
+        self.len.set(0);
+    }
+
+    /// Publishes `blocks` (this thread's `Shard::blocks`).
+    fn publish(&self, blocks: &[Option<&'static Block>]) {
+        self.blocks.set(blocks.as_ptr());
+        self.len.set(blocks.len());
+    }
+
+    /// This thread's block for class index `i`, if published.
+    #[inline]
+    fn block(&self, i: usize) -> Option<&'static Block> {
+        if i < self.len.get() {
+            // SAFETY: `blocks` and `len` describe the buffer of this
+            // thread's own `Shard::blocks` (`publish`); it is only resized
+            // (in `new_block`) and freed (in `Shard::drop`) on this thread,
+            // each time after `forget` set `len` to 0, so while `len` is
+            // not 0 the buffer is live and `i < len` is in bounds. Nothing
+            // else writes it while we read (one thread).
+            unsafe { *self.blocks.get().add(i) }
+        } else {
+            None
+        }
+    }
+
+    /// Whether this acquisition's hold time is sampled (1 in N).
+    #[inline]
+    fn sample(&self) -> bool {
+        // A lowered rate applies at once (the countdown never exceeds it).
+        let every = super::hold_sample();
+        let c = self.countdown.get().min(every);
+        if c <= 1 {
+            self.countdown.set(every);
+            true
+        } else {
+            self.countdown.set(c - 1);
+            false
+        }
+    }
+}
+
 std::thread_local! {
     static SHARD: Shard = const {
         Shard {
             blocks: RefCell::new(Vec::new()),
+        }
+    };
+    static RECENT: Recent = const {
+        Recent {
+            blocks: Cell::new(core::ptr::null()),
+            len: Cell::new(0),
             countdown: Cell::new(0),
         }
     };
@@ -207,52 +284,53 @@ impl Shard {
     #[cold]
     fn new_block(&self, class: u32) -> Option<&'static Block> {
         let mut blocks = self.blocks.try_borrow_mut().ok()?;
+        // Resizing frees the published buffer, and `take_block` may
+        // allocate (with an allocator that locks an instrumented lock, this
+        // is re-entered): nothing published until the list is whole again.
+        RECENT.with(Recent::forget);
         let i = class as usize;
         if blocks.len() <= i {
             blocks.resize(i + 1, None);
         }
         let b = take_block(class);
         blocks[i] = Some(b);
+        RECENT.with(|r| r.publish(&blocks));
         Some(b)
-    }
-
-    /// Whether this acquisition's hold time is sampled (1 in N).
-    #[inline]
-    fn sample(&self) -> bool {
-        // A lowered rate applies at once (the countdown never exceeds it).
-        let every = super::hold_sample();
-        let c = self.countdown.get().min(every);
-        if c <= 1 {
-            self.countdown.set(every);
-            true
-        } else {
-            self.countdown.set(c - 1);
-            false
-        }
     }
 }
 
 /// What an update may ask of its thread: whether to sample a hold time.
-pub(crate) struct Sampler<'a>(Option<&'a Shard>);
+pub(crate) struct Sampler(bool);
 
-impl Sampler<'_> {
+impl Sampler {
     /// Whether this acquisition's hold time is sampled (never in the
     /// shared fallback blocks, which have no per-thread countdown).
     #[inline]
     fn sample(&self) -> bool {
-        self.0.is_some_and(Shard::sample)
+        self.0 && RECENT.with(Recent::sample)
     }
 }
 
 /// Runs `f` on the calling thread's block for `class`.
 #[inline]
-fn with_block<R>(class: u32, f: impl FnOnce(&Block, Sampler<'_>) -> R) -> Option<R> {
+fn with_block<R>(class: u32, f: impl FnOnce(&Block, Sampler) -> R) -> Option<R> {
+    if let Some(b) = RECENT.with(|r| r.block(class as usize)) {
+        b.refresh_epoch();
+        return Some(f(b, Sampler(true)));
+    }
+    with_block_slow(class, f)
+}
+
+/// `with_block` for a class the thread has no block for yet (or a thread
+/// whose list is gone).
+#[inline(never)]
+fn with_block_slow<R>(class: u32, f: impl FnOnce(&Block, Sampler) -> R) -> Option<R> {
     let mut f = Some(f);
     let got = SHARD.try_with(|s| {
         let b = s.block(class)?;
         b.refresh_epoch();
         let f = f.take().expect("runs once");
-        Some(f(b, Sampler(Some(s))))
+        Some(f(b, Sampler(true)))
     });
     match got {
         Ok(Some(r)) => Some(r),
@@ -266,7 +344,7 @@ fn with_block<R>(class: u32, f: impl FnOnce(&Block, Sampler<'_>) -> R) -> Option
 }
 
 #[cold]
-fn with_fallback_block<R>(class: u32, f: impl FnOnce(&Block, Sampler<'_>) -> R) -> R {
+fn with_fallback_block<R>(class: u32, f: impl FnOnce(&Block, Sampler) -> R) -> R {
     let mut shared = guard(&FALLBACK);
     let i = class as usize;
     if shared.len() <= i {
@@ -275,7 +353,7 @@ fn with_fallback_block<R>(class: u32, f: impl FnOnce(&Block, Sampler<'_>) -> R) 
     let b = *shared[i].get_or_insert_with(|| take_block(class));
     b.refresh_epoch();
     // Updated under the mutex, so the one-writer rule holds.
-    f(b, Sampler(None))
+    f(b, Sampler(false))
 }
 
 /// The slow path was entered: counts it, returns the clock for the wait.

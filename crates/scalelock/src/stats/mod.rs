@@ -30,10 +30,24 @@
 //! Relaxed load of a flag that is never written while running (see
 //! [`hook`](crate::hook) for the exact cost model). On, counts go to
 //! per-thread blocks (no shared cache line, see the counters' design in
-//! the source), the clock is read on contended acquisitions (wait time) and
-//! on 1 in [`hold_sample`] acquisitions per thread (hold time: a clock read
-//! costs several uncontended lock operations). Set the rate to 1 to time
-//! every hold, e.g. to catch every long hold.
+//! the source).
+//!
+//! # What is exact and what is sampled
+//! - **Counts are exact**: acquisitions, contended acquisitions, fast and
+//!   fallback reads, every slow-path event. An uncontended acquisition
+//!   costs a thread-local indexed load, one counter store in the thread's
+//!   own block and a countdown, no clock read.
+//! - **Wait times are exact**: every contended acquisition reads the clock
+//!   when it enters its slow path and when it gets the lock (it waits
+//!   anyway, so the clock read hides in the wait).
+//! - **Hold times are sampled**: the clock is read at acquisition and at
+//!   release on 1 in [`hold_sample`] acquisitions per thread (a per-thread
+//!   countdown; [`DEFAULT_HOLD_SAMPLE`] unless [`set_hold_sample`] says
+//!   otherwise), because a clock read costs several uncontended lock
+//!   operations. The hold histogram's `count` is the number of sampled
+//!   holds, so its shape and percentiles are those of a uniform sample.
+//!   Set the rate to 1 to time every hold, e.g. to catch every long hold
+//!   or to test exact histograms.
 //!
 //! A snapshot taken while threads run may lag by the events in flight;
 //! taken after they stop it is exact. [`reset`] zeroes everything.
@@ -61,10 +75,13 @@ use crate::class::{Access, LockKind, registry};
 use crate::hook::active;
 
 /// Hold times are sampled on 1 in this many acquisitions per thread, until
-/// [`set_hold_sample`] says otherwise. A power of two: two clock reads per
-/// 16 acquisitions keep the sampling cost a fraction of the counting cost;
+/// [`set_hold_sample`] says otherwise. Two clock reads (a `clock_gettime`
+/// each, slower still on VMs without a stable TSC) per sampled hold cost
+/// about as much as counting many acquisitions; 1 in 64 keeps the
+/// sampling a fraction of the counting cost while a lock taken thousands
+/// of times still gets a histogram of many holds.
 /// `benches/stats_overhead.rs` measures the enabled overhead to tune it.
-pub const DEFAULT_HOLD_SAMPLE: u32 = 16;
+pub const DEFAULT_HOLD_SAMPLE: u32 = 64;
 
 static HOLD_SAMPLE: AtomicU32 = AtomicU32::new(DEFAULT_HOLD_SAMPLE);
 /// Holds at least this long (ns) are long; `u64::MAX`: none.
