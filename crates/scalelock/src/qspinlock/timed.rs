@@ -21,6 +21,13 @@ impl<P: Platform> QSpinCore<P> {
     pub(crate) fn lock_slow_until(&self, deadline: Deadline) -> bool {
         !deadline.passed::<P>() && self.lock_contended(deadline)
     }
+
+    /// Takes the lock, waiting until `deadline` at the latest (no hooks:
+    /// `QRwLock`'s queue lock).
+    #[inline]
+    pub(crate) fn lock_until(&self, deadline: Deadline) -> bool {
+        self.try_lock_fast() || self.lock_slow_until(deadline)
+    }
 }
 
 impl<P: Platform> RawQSpinLock<P> {
