@@ -252,3 +252,40 @@ fn percpu_recursive_reads_pass_and_inversions_are_reported() {
         None
     );
 }
+
+/// Timed reads, writes and upgradable reads of the rwlocks are try-locks to
+/// lockdep: taken under another lock they add no dependency into them, so
+/// the reverse order later is no inversion.
+#[test]
+fn rwlock_timed_ops_add_no_dependency_into_them() {
+    static S: LockClass = LockClass::new("timed-rw-S");
+    static Q: LockClass = LockClass::new("timed-rw-Q");
+    static P: LockClass = LockClass::new("timed-rw-P");
+    static LS: QSpinLock<u32> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&S)), 0);
+    static LQ: QRwLock<u32> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&Q)), 0);
+    let lp: PerCpuRwLock<u32> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&P)), 0);
+    let t = Duration::from_secs(1);
+    let r = on_thread("timed-rw", move || {
+        {
+            let _s = LS.lock();
+            drop(LQ.try_write_for(t).expect("free"));
+            drop(LQ.try_read_for(t).expect("free"));
+            drop(LQ.try_upgradable_read_for(t).expect("free"));
+            drop(lp.try_write_for(t).expect("free"));
+            drop(lp.try_read_for(t).expect("free"));
+            drop(lp.try_upgradable_read_for(t).expect("free"));
+            assert_eq!(lockdep::held_count(), 1);
+        }
+        {
+            let _q = LQ.write();
+            let _s = LS.lock();
+        }
+        {
+            let _p = lp.write();
+            let _s = LS.lock();
+        }
+        assert_eq!(lockdep::held_count(), 0);
+    });
+    assert_eq!(r, None);
+}

@@ -13,7 +13,7 @@ use lock_api::{
     RawRwLockFair, RawRwLockTimed, RawRwLockUpgradeFair, RawRwLockUpgradeTimed, RwLock,
     RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard,
 };
-use scalelock::RawQRwLock;
+use scalelock::{RawPerCpuRwLock, RawQRwLock};
 
 /// How late a timed-out attempt may return on a shared 2-core machine.
 const LATE: Duration = Duration::from_millis(500);
@@ -195,3 +195,38 @@ macro_rules! suite {
 }
 
 suite!(qrwlock, RawQRwLock);
+suite!(percpu_rwlock, RawPerCpuRwLock);
+
+/// A timed write that runs out of time while a fast (biased) read is inside
+/// gives the bias back as it found it and leaves no underlying write held:
+/// the read goes on, and the next writer and readers get the lock.
+#[test]
+fn percpu_timed_write_gives_the_bias_back() {
+    let lock: RwLock<RawPerCpuRwLock, u32> = RwLock::from_raw(RawPerCpuRwLock::new(), 0);
+    let mode = |l: &RwLock<RawPerCpuRwLock, u32>| {
+        // SAFETY: only reads the state for its Debug output.
+        format!("{:?}", unsafe { l.raw() })
+    };
+    assert!(mode(&lock).contains("biased"), "{}", mode(&lock));
+    let r = lock.read();
+    thread::scope(|s| {
+        s.spawn(|| {
+            times_out(|| lock.try_write_for(SHORT));
+            times_out(|| lock.try_write_until(Instant::now() + SHORT));
+        })
+        .join()
+        .unwrap();
+    });
+    assert!(mode(&lock).contains("biased"), "{}", mode(&lock));
+    assert!(!lock.is_locked_exclusive());
+    // Another thread still reads (beside ours) while we hold the read.
+    thread::scope(|s| {
+        s.spawn(|| assert_eq!(*lock.try_read_for(SHORT).expect("a read"), 0))
+            .join()
+            .unwrap();
+    });
+    drop(r);
+    *lock.try_write_for(Duration::from_secs(30)).expect("free") += 1;
+    assert_eq!(*lock.read(), 1);
+    assert!(!lock.is_locked());
+}

@@ -18,7 +18,7 @@ use lock_api::{
     RawRwLockUpgradeFair, RawRwLockUpgradeTimed,
 };
 use scalelock::platform::StdPlatform;
-use scalelock::{RawQRwLock, RawQSpinLock};
+use scalelock::{RawPerCpuRwLock, RawQRwLock, RawQSpinLock};
 
 const RUN: Duration = Duration::from_millis(1500);
 const WATCHDOG: Duration = Duration::from_secs(60);
@@ -345,5 +345,14 @@ fn qrwlock_tiny_timeouts() {
         RawQRwLock::<StdPlatform>::new(),
         |l| format!("{l:?}"),
         |l| !l.is_locked() && format!("{l:?}").contains("tail: 0"),
+    );
+}
+
+#[test]
+fn percpu_rwlock_tiny_timeouts() {
+    rwlock_stress(
+        RawPerCpuRwLock::<StdPlatform>::new(),
+        |l| format!("{l:?}"),
+        |l| !l.is_locked(),
     );
 }
