@@ -305,9 +305,17 @@ macro_rules! lock_api_rwlock {
     };
 }
 
-lock_api_mutex!(scalelock::RawQSpinLock, [FAIR], debug);
-lock_api_rwlock!(scalelock::RawQRwLock, [UPGRADE, DOWNGRADE], debug);
-lock_api_rwlock!(scalelock::RawPerCpuRwLock, [UPGRADE, DOWNGRADE], debug);
+lock_api_mutex!(scalelock::RawQSpinLock, [FAIR, TIMED], debug);
+lock_api_rwlock!(
+    scalelock::RawQRwLock,
+    [FAIR, TIMED, UPGRADE, DOWNGRADE],
+    debug
+);
+lock_api_rwlock!(
+    scalelock::RawPerCpuRwLock,
+    [FAIR, TIMED, UPGRADE, DOWNGRADE],
+    debug
+);
 lock_api_mutex!(parking_lot::RawMutex, [FAIR, TIMED], plain);
 lock_api_mutex!(parking_lot::RawFairMutex, [FAIR, TIMED], plain);
 lock_api_rwlock!(
@@ -419,6 +427,19 @@ mod tests {
         assert_eq!(Caps::NONE.names(), "try");
         assert_eq!(
             <parking_lot::RwLock<()> as Lockable<()>>::CAPS.names(),
+            "try,fair,timed,downgrade,upgrade"
+        );
+        // Ours have every operation lock_api gives their kind.
+        assert_eq!(
+            <scalelock::QSpinLock<()> as Lockable<()>>::CAPS.names(),
+            "try,fair,timed"
+        );
+        assert_eq!(
+            <scalelock::QRwLock<()> as Lockable<()>>::CAPS.names(),
+            "try,fair,timed,downgrade,upgrade"
+        );
+        assert_eq!(
+            <scalelock::PerCpuRwLock<()> as Lockable<()>>::CAPS.names(),
             "try,fair,timed,downgrade,upgrade"
         );
     }
