@@ -369,11 +369,16 @@ macro_rules! lock_api_rwlock {
     };
 }
 
-lock_api_mutex!(scalelock::RawQSpinLock, [FAIR], debug, qspinlock);
-lock_api_rwlock!(scalelock::RawQRwLock, [UPGRADE, DOWNGRADE], debug, qrwlock);
+lock_api_mutex!(scalelock::RawQSpinLock, [FAIR, TIMED], debug, qspinlock);
+lock_api_rwlock!(
+    scalelock::RawQRwLock,
+    [FAIR, TIMED, UPGRADE, DOWNGRADE],
+    debug,
+    qrwlock
+);
 lock_api_rwlock!(
     scalelock::RawPerCpuRwLock,
-    [UPGRADE, DOWNGRADE],
+    [FAIR, TIMED, UPGRADE, DOWNGRADE],
     debug,
     percpu_rwlock
 );
@@ -489,6 +494,19 @@ mod tests {
         assert_eq!(Caps::NONE.names(), "try");
         assert_eq!(
             <parking_lot::RwLock<()> as Lockable<()>>::CAPS.names(),
+            "try,fair,timed,downgrade,upgrade"
+        );
+        // Ours have every operation lock_api gives their kind.
+        assert_eq!(
+            <scalelock::QSpinLock<()> as Lockable<()>>::CAPS.names(),
+            "try,fair,timed"
+        );
+        assert_eq!(
+            <scalelock::QRwLock<()> as Lockable<()>>::CAPS.names(),
+            "try,fair,timed,downgrade,upgrade"
+        );
+        assert_eq!(
+            <scalelock::PerCpuRwLock<()> as Lockable<()>>::CAPS.names(),
             "try,fair,timed,downgrade,upgrade"
         );
     }

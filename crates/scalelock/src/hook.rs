@@ -20,6 +20,8 @@
 //! A successful try-lock calls [`try_acquired`] instead of `start` +
 //! `acquired`. An operation that waits but holds nothing afterwards (a
 //! caller served by another thread's update) ends with [`Pending::passed`].
+//! A timed acquisition begins with [`start_timed`] (lockdep treats it as a
+//! try-lock) and ends with `acquired`, or [`Pending::timed_out`].
 //!
 //! # Cost
 //! Without both features every function here is an empty `#[inline]`
@@ -56,6 +58,10 @@ pub(crate) mod active {
     pub(crate) const STATS: u8 = 1 << 0;
     /// Lockdep checks and records acquisitions.
     pub(crate) const LOCKDEP: u8 = 1 << 1;
+    /// In a [`Pending`](super::Pending) only, never in the switch: the
+    /// acquisition is timed ([`start_timed`](super::start_timed)).
+    #[cfg_attr(not(feature = "lockdep"), allow(dead_code))]
+    pub(crate) const TIMED: u8 = 1 << 7;
 
     #[repr(align(128))]
     struct Flags(AtomicU8);
@@ -271,6 +277,58 @@ pub fn start_optimistic(class: ClassRef, kind: LockKind, access: Access) -> Pend
     }
 }
 
+/// Begins a timed acquisition (`try_lock_for`, `try_write_until`, ...) of
+/// the lock at `instance`. Statistics count it as [`start`]'s: contended if
+/// it waits, an acquisition with its wait if it gets the lock; one that
+/// gives up ([`Pending::timed_out`]) stays counted as contended but is not
+/// an acquisition, and its wait is not recorded. Lockdep treats it as a
+/// try-lock: a timed wait ends, so it cannot deadlock, and no dependency is
+/// recorded into it (nor a recursion reported); once acquired it is on the
+/// held stack like any lock, and what is taken under it depends on it.
+#[inline]
+pub fn start_timed(class: ClassRef, kind: LockKind, instance: usize, access: Access) -> Pending {
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    {
+        let active = active::load();
+        if active == 0 {
+            return Pending {
+                active: 0,
+                class: ClassId {
+                    index: 0,
+                    ordered: false,
+                },
+                access,
+                instance,
+                wait_start: 0,
+            };
+        }
+        start_timed_active(active, class, kind, instance, access)
+    }
+    #[cfg(not(any(feature = "stats", feature = "lockdep")))]
+    {
+        let _ = (class, kind, instance, access);
+        Pending {}
+    }
+}
+
+#[cfg(any(feature = "stats", feature = "lockdep"))]
+#[inline(never)]
+fn start_timed_active(
+    active: u8,
+    class: ClassRef,
+    kind: LockKind,
+    instance: usize,
+    access: Access,
+) -> Pending {
+    Pending {
+        active: active | active::TIMED,
+        class: class.resolve(kind),
+        access,
+        instance,
+        wait_start: 0,
+    }
+}
+
 #[cfg(any(feature = "stats", feature = "lockdep"))]
 #[inline(never)]
 fn start_active(
@@ -326,7 +384,12 @@ impl Pending {
         };
         #[cfg(feature = "lockdep")]
         if self.active & active::LOCKDEP != 0
-            && crate::lockdep::push(self.class, self.instance, self.access, false)
+            && crate::lockdep::push(
+                self.class,
+                self.instance,
+                self.access,
+                self.active & active::TIMED != 0,
+            )
         {
             held.flags |= HELD_LOCKDEP;
         }
@@ -337,6 +400,13 @@ impl Pending {
             held.flags |= HELD_STATS;
         }
         held
+    }
+
+    /// A timed acquisition ([`start_timed`]) gave up: nothing is held and
+    /// nothing more is counted (it stays counted as contended if it waited).
+    #[inline]
+    pub fn timed_out(self) {
+        let _ = self;
     }
 
     /// The operation is over without holding anything (it waited for, and

@@ -17,6 +17,14 @@
 //! another as each re-takes the mutex instead of all at once). The algorithms are `no_std`; how a waiter
 //! sleeps and wakes is the [`platform::Platform`] trait, implemented for
 //! Linux user space by [`platform::StdPlatform`] (feature `std`, default).
+//! `QSpinLock`, `QRwLock` and `PerCpuRwLock` also implement lock_api's
+//! timed and fair traits (`try_lock_for`, `try_write_until`,
+//! `try_upgradable_read_for`, `try_upgrade_for`, `unlock_fair`, `bump`;
+//! not `RawRwLockUpgradeDowngrade`, see [`RawQRwLock`]); the timed ones need
+//! a platform with a clock ([`platform::TimedPlatform`]; `StdPlatform` takes
+//! `std::time::Instant`). A waiter that times out leaves no trace in the
+//! lock (for `QSpinLock`: it leaves the MCS queue, after Linux's `osq_lock`
+//! unqueue).
 //!
 //! # Coming from parking_lot
 //! The types are lock_api's, as parking_lot's are, so code moves over by

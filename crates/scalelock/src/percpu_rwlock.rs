@@ -144,6 +144,25 @@
 //! (fast readers drain): revoking earlier would let a slow reader that is
 //! still inside re-enable the bias behind the revocation's back.
 //!
+//! # Timed and fair operations
+//! `try_read_for`, `try_write_until`, `try_upgradable_read_for`,
+//! `try_upgrade_for`, ... (`RawRwLockTimed`, `RawRwLockUpgradeTimed`) and
+//! the fair unlocks (`RawRwLockFair`, `RawRwLockUpgradeFair`) build on the
+//! underlying lock's (see `qrwlock`). A timed read tries the common read
+//! paths without waiting, then waits as the underlying lock's timed read.
+//! A timed write takes the underlying write lock by its deadline, then
+//! revokes the bias waiting for fast readers until the deadline at the
+//! latest; out of time with a fast reader still inside, it gives the bias
+//! back (`FAST` set again, as `try_lock_exclusive` does: it holds the
+//! underlying write lock, so no slow reader changed the bias meanwhile) and
+//! releases the underlying write lock. A timed upgrade does the same from
+//! the upgradable read, which it still holds if it fails. A fair unlock of
+//! a read through the underlying lock, of a write or of an upgradable read
+//! is the underlying lock's fair unlock (a fast read holds nothing of it).
+//! `RawRwLockUpgradeDowngrade` is not implemented, for `QRwLock`'s reason:
+//! a write downgraded to an upgradable read would take the queue lock while
+//! holding the write, which deadlocks against a reader queued there.
+//!
 //! # What is not supported
 //! Reading from a signal handler that interrupted a read section of the same
 //! thread (the handler shares the thread's slot), and sharing a lock between
@@ -159,8 +178,8 @@ use crate::platform::{DefaultPlatform, Platform};
 use crate::qrwlock::QRwCore;
 use crate::reader_table::{ReaderTable, Slot, table_at};
 use crate::sync::atomic::{AtomicU64, Ordering, fence};
-use crate::wait::parking::{park, prepare as park_prepare, unpark_all};
-use crate::wait::{Backoff, TUNING};
+use crate::wait::parking::{park_for, prepare as park_prepare, unpark_all};
+use crate::wait::{Backoff, Deadline, TUNING};
 
 /// The reader bias: readers may use their slots.
 const FAST: u64 = 1 << 0;
@@ -224,6 +243,12 @@ fn since_stamp(state: u64, now_ns: u64) -> i64 {
 /// tokens carry the hooks' [`Held`]. Reads are recursive reads to lockdep
 /// (a read of a lock the thread already read-holds never waits); an
 /// upgradable read counts as a write.
+///
+/// Timed operations need a platform with a clock
+/// ([`TimedPlatform`](crate::platform::TimedPlatform)); a timed write that
+/// runs out of time while fast readers drain leaves the bias as it found
+/// it. `RawRwLockUpgradeDowngrade` is not implemented (see the module docs,
+/// "Timed and fair operations").
 #[repr(C)]
 pub struct RawPerCpuRwLock<P: Platform = DefaultPlatform> {
     /// Writers and slow readers.
@@ -648,12 +673,22 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// With the underlying lock held exclusively: clears `FAST` if set and waits until no slot names this
     /// lock; returns the state the next unlock should leave.
     fn revoke_and_decide(&self) -> u64 {
+        let next = self.revoke_and_decide_until(Deadline::NEVER);
+        debug_assert!(next.is_some());
+        next.unwrap_or(0)
+    }
+
+    /// `revoke_and_decide`, giving up at `deadline` (a timed write or
+    /// upgrade): `None` if fast readers are still inside then; the bias is
+    /// back as it was (`FAST` set again, as `try_revoke` does), and the
+    /// caller still holds the underlying write lock.
+    fn revoke_and_decide_until(&self, deadline: Deadline) -> Option<u64> {
         self.ensure_id();
         let s = self.state.load(Ordering::Relaxed);
         let table = table_of(s);
         if s & FAST == 0 {
             // Inhibited: no reader uses a slot. Keep the window and mode.
-            return s;
+            return Some(s);
         }
         let now = P::now_ns();
         // Relaxed: ordered by the fence below (heavy, or full in the
@@ -669,11 +704,20 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let id = old & ID_MASK;
         // The statistics clock (no read without statistics).
         let revoke_start = hook::clock_ns();
+        let mut drained = true;
         P::reader_slots_in_use(|i| {
-            if let Some(slot) = table.slot(i) {
-                wait_slot::<P>(slot, id);
+            if drained && let Some(slot) = table.slot(i) {
+                drained = wait_slot::<P>(slot, id, deadline);
             }
         });
+        if !drained {
+            // Out of time with a fast reader inside: give the bias back. We
+            // hold the underlying write lock, so no slow reader re-enabled
+            // it meanwhile and nobody else changes FAST. Release: an RMW,
+            // keeps the release sequence of the last FAST setter intact.
+            self.state.fetch_or(FAST, Ordering::Release);
+            return None;
+        }
         hook::revocation(
             self.class,
             LockKind::PerCpuRwLock,
@@ -689,7 +733,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             } else {
                 table.revocation_ns() >= TUNING.pc_sym_cost_ns
             };
-            return keep | FAST | if sym { SYM } else { 0 };
+            return Some(keep | FAST | if sym { SYM } else { 0 });
         }
         if old & SYM == 0 {
             // Biased: we paid a heavy fence. Dear (other CPUs run our
@@ -699,7 +743,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             let cost = end.saturating_sub(now).max(1);
             table.record_revocation(cost);
             if cost >= TUNING.pc_sym_cost_ns || table.forced_symmetric() {
-                return keep | FAST | SYM | stamp_at(end);
+                return Some(keep | FAST | SYM | stamp_at(end));
             }
             let on_for = since_stamp(old, now);
             if on_for >= 0 && (on_for as u64) < cost.saturating_mul(TUNING.pc_wasted_factor) {
@@ -711,20 +755,20 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                 .saturating_mul(u64::from(table.multiplier()))
                 .min((MAX_STAMP_UNITS - 1) << UNIT_SHIFT);
             // Rounded up, so that a real window never ends early.
-            return keep | stamp_at(end + window + (1 << UNIT_SHIFT));
+            return Some(keep | stamp_at(end + window + (1 << UNIT_SHIFT)));
         }
         // Symmetric: decide by the time since the previous write.
         let gap = since_stamp(old, now);
         if gap >= 0 && (gap as u64) < TUNING.pc_dense_ns {
             // Dense writes: readers go to the underlying lock for a while,
             // and come back symmetric.
-            return keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns);
+            return Some(keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns));
         }
         if gap < 0 || (gap as u64) >= TUNING.pc_rare_ns {
             // Rare writes (or a gap too long for the stamp to tell): biased.
-            return keep | FAST;
+            return Some(keep | FAST);
         }
-        keep | FAST | SYM | stamp_at(now)
+        Some(keep | FAST | SYM | stamp_at(now))
     }
 
     /// Sets the state a write leaves at unlock or downgrade (mode, stamp,
@@ -833,14 +877,18 @@ fn wake_slot<P: Platform>(slot: &'static Slot) {
 /// Waits while `slot` holds a fast read of the lock `id` (spin, then park on
 /// the slot). A slow read recorded in a slot (`UNDERLYING`) is the
 /// underlying lock's business: it is not waited for here, and its unlock
-/// wakes nobody on the slot.
-fn wait_slot<P: Platform>(slot: &Slot, id: u64) {
+/// wakes nobody on the slot. False if the read is still there once
+/// `deadline` passed.
+fn wait_slot<P: Platform>(slot: &Slot, id: u64, deadline: Deadline) -> bool {
     let fast_read_of = |word: u64| word & (ID_MASK | UNDERLYING) == id;
     let mut backoff = Backoff::new();
     loop {
         // Acquire pairs with the reader's Release slot store.
         if !fast_read_of(slot.word().load(Ordering::Acquire)) {
-            return;
+            return true;
+        }
+        if deadline.passed::<P>() {
+            return false;
         }
         if backoff.steps() < TUNING.pc_writer_steps {
             backoff.snooze::<P>();
@@ -853,7 +901,7 @@ fn wait_slot<P: Platform>(slot: &Slot, id: u64) {
         let ticket = park_prepare(slot.park_addr());
         // Acquire as above.
         if fast_read_of(slot.word().load(Ordering::Acquire)) {
-            park::<P>(ticket);
+            park_for::<P>(ticket, deadline.remaining_ns::<P>());
         }
         slot.waiters().fetch_sub(1, Ordering::Relaxed);
     }
@@ -946,7 +994,7 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         let addr = self.addr();
         // SAFETY: the token came from a read of this lock (caller's
         // contract).
-        unsafe { self.release_read(token.slot) };
+        unsafe { self.release_read(token.slot, false) };
         token.held.release(addr);
     }
 
@@ -1038,11 +1086,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// # Safety
     /// The caller holds that read of this lock.
     #[inline(always)]
-    unsafe fn release_read(&self, slot: Option<&'static Slot>) {
+    unsafe fn release_read(&self, slot: Option<&'static Slot>, fair: bool) {
         let Some(slot) = slot else {
             // SAFETY: a token without a slot holds the underlying read lock,
             // whose guard state is the stateless `GuardSend`.
-            unsafe { self.unlock_underlying_listed() };
+            unsafe { self.unlock_underlying_listed(fair) };
             return;
         };
         let cur = slot.word().load(Ordering::Relaxed);
@@ -1055,24 +1103,35 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             release_slot::<P>(slot);
         } else {
             // SAFETY: `slot` is ours and records a read of this lock.
-            unsafe { self.unlock_shared_recorded(slot, cur) };
+            unsafe { self.unlock_shared_recorded(slot, cur, fair) };
         }
     }
 
-    /// Releases a recursive read, or a slow read recorded in our slot.
+    /// Releases a recursive read, or a slow read recorded in our slot
+    /// (fairly: see `RawRwLockFair`).
     ///
     /// # Safety
     /// `slot` is the caller's and records a read of this lock (`cur`).
     #[inline(never)]
-    unsafe fn unlock_shared_recorded(&self, slot: &'static Slot, cur: u64) {
+    unsafe fn unlock_shared_recorded(&self, slot: &'static Slot, cur: u64, fair: bool) {
         if cur & DEPTH_MASK > 1 {
             // Relaxed: the outer reads still hold the lock.
             slot.word().store(cur - ONE_DEPTH, Ordering::Relaxed);
         } else {
             // Relaxed: the underlying unlock below is the Release.
             slot.word().store(0, Ordering::Relaxed);
-            // SAFETY: `UNDERLYING` marks a slot whose owner (us) holds the
-            // underlying read lock; its guard state is `GuardSend`.
+            self.unlock_underlying(fair);
+        }
+    }
+
+    /// Releases our underlying read lock.
+    #[inline]
+    fn unlock_underlying(&self, fair: bool) {
+        if fair {
+            self.inner.reader_leave_fair();
+        } else {
+            // SAFETY: the caller holds the underlying read lock (the
+            // callers' contracts); its guard state is `GuardSend`.
             unsafe { self.inner.unlock_shared(GuardSend::new()) };
         }
     }
@@ -1082,11 +1141,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// # Safety
     /// The caller holds a read of this lock through the underlying lock.
     #[inline(never)]
-    unsafe fn unlock_underlying_listed(&self) {
+    unsafe fn unlock_underlying_listed(&self, fair: bool) {
         held_list::pop::<P>(self.state.load(Ordering::Relaxed) & ID_MASK, self.my_slot());
-        // SAFETY: the caller holds the underlying read lock, whose guard
-        // state is the stateless `GuardSend`.
-        unsafe { self.inner.unlock_shared(GuardSend::new()) };
+        self.unlock_underlying(fair);
     }
 }
 
@@ -1185,6 +1242,8 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
         Err(guard)
     }
 }
+
+mod timed;
 
 /// The thread-local list of locks a context read-holds through the
 /// underlying lock without a slot to record them in (see "Recursive reads"

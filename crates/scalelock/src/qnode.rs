@@ -12,7 +12,10 @@
 //!
 //! Node memory is never freed while any lock may still name it: a predecessor
 //! may issue a late futex wake on a node whose owner already left; that costs
-//! the next owner one spurious wake-up, never a use-after-free.
+//! the next owner one spurious wake-up, never a use-after-free. A waiter that
+//! gives up (a timed lock) unlinks its node before it leaves, so that no
+//! other thread writes into it once its owner reuses it (see
+//! `qspinlock/queue.rs`).
 
 use core::num::NonZeroU16;
 
@@ -22,8 +25,13 @@ use crate::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 pub(crate) const NODE_WAITING: u32 = 0;
 /// The owner gave up spinning and sleeps in `Platform::wait(state, NODE_PARKED)`.
 pub(crate) const NODE_PARKED: u32 = 1;
-/// The predecessor left the queue: the owner is now the queue head.
+/// The predecessor acquired the lock (or gave up waiting as the word waiter):
+/// the owner is now the queue head and the word waiter (it owns `PENDING`).
 pub(crate) const NODE_HEAD: u32 = 2;
+/// The predecessor gave up waiting without owning `PENDING` (a timed lock):
+/// the owner is first in the queue, with no predecessor, and takes `PENDING`
+/// when the word waiter is done.
+pub(crate) const NODE_FIRST: u32 = 3;
 
 /// Index of a queue node: what a lock word's tail field stores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,11 +58,18 @@ impl NodeIndex {
 /// cache line (x86-64 prefetches line pairs; see crossbeam's `CachePadded`).
 #[repr(C, align(128))]
 pub struct QNode {
-    /// `NODE_WAITING`, `NODE_PARKED` or `NODE_HEAD`; written by the owner
-    /// (WAITING -> PARKED) and by the predecessor (-> HEAD).
+    /// `NODE_WAITING`, `NODE_PARKED`, `NODE_HEAD` or `NODE_FIRST`; written
+    /// by the owner (WAITING -> PARKED) and by the predecessor (-> HEAD, or
+    /// -> FIRST from a predecessor that gives up without one of its own).
     pub(crate) state: AtomicU32,
-    /// Raw `NodeIndex` of the successor, 0 until the successor links itself.
+    /// Raw `NodeIndex` of the successor, 0 until the successor links itself
+    /// (and again while a successor that gives up unlinks itself).
     pub(crate) next: AtomicU32,
+    /// Raw `NodeIndex` of the predecessor, 0 for none: set by the owner
+    /// before it links itself, rewritten by a predecessor that gives up
+    /// (its own predecessor becomes ours). Read only by an owner that gives
+    /// up, to unlink itself.
+    pub(crate) prev: AtomicU32,
     /// When the predecessor made this node head (its clock), so that the
     /// owner's wait is timed from then, not from when it woke up. Written by
     /// the predecessor before its `state` Release.
@@ -68,6 +83,7 @@ impl QNode {
         Self {
             state: AtomicU32::new(NODE_WAITING),
             next: AtomicU32::new(0),
+            prev: AtomicU32::new(0),
             since: AtomicU64::new(0),
         }
     }
@@ -78,6 +94,7 @@ impl QNode {
         Self {
             state: AtomicU32::new(NODE_WAITING),
             next: AtomicU32::new(0),
+            prev: AtomicU32::new(0),
             since: AtomicU64::new(0),
         }
     }
@@ -88,6 +105,7 @@ impl QNode {
     pub(crate) fn reset(&self) {
         self.state.store(NODE_WAITING, Ordering::Relaxed);
         self.next.store(0, Ordering::Relaxed);
+        self.prev.store(0, Ordering::Relaxed);
     }
 }
 

@@ -8,10 +8,10 @@
 //! # The count word
 //!
 //! ```text
-//!  bit 31 ...................... 4      3       2         1          0
-//! +--------------------------------+-------+--------+-----------+----------+
-//! | reader count (ONE_READER=1<<4) | QUIET | PARKED | W_WAITING | W_LOCKED |
-//! +--------------------------------+-------+--------+-----------+----------+
+//!  bit 31 ...................... 5      4        3       2         1          0
+//! +--------------------------------+---------+-------+--------+-----------+----------+
+//! | reader count (ONE_READER=1<<5) | HANDOFF | QUIET | PARKED | W_WAITING | W_LOCKED |
+//! +--------------------------------+---------+-------+--------+-----------+----------+
 //! ```
 //!
 //! | bits | meaning | set by | cleared by |
@@ -19,7 +19,8 @@
 //! | `W_LOCKED` | a writer holds the lock | a writer's `cmpxchg` (fast path: `0` or `QUIET -> W_LOCKED`; slow path: `W_WAITING -> W_LOCKED`, or a free word `-> W_LOCKED` by the `wait_lock` holder) | the writer's `fetch_sub` (unlock) or `downgrade` |
 //! | `W_WAITING` | the `wait_lock` holder is a writer waiting for the lock to drain: new readers must queue | the writer holding `wait_lock` | the same writer, by the `cmpxchg` that takes `W_LOCKED` |
 //! | `PARKED` | the `wait_lock` holder sleeps in `Platform::wait` on this word | the `wait_lock` holder only | the same thread only |
-//! | `QUIET` | the `wait_lock` holder waits out the running threads' batch (see "Fair and fast: batches"): fast paths still take the lock | the `wait_lock` holder, on starting to wait | the same thread, by the RMW that claims the lock |
+//! | `QUIET` | the `wait_lock` holder waits out the running threads' batch (see "Fair and fast: batches"): fast paths still take the lock | the `wait_lock` holder, on starting to wait | the same thread, by the RMW that claims the lock (or, giving up at its deadline, that leaves) |
+//! | `HANDOFF` | a fair unlock ended the batch: fast paths must not take the lock; only ever set together with `QUIET` | a fair unlock, in its releasing RMW (only while `QUIET` is set) | the `QUIET` owner, in the same RMW that clears `QUIET` |
 //! | count | readers holding the lock, plus readers that are about to find out they must queue (they undo their increment) | `fetch_add` by readers | `fetch_sub` by readers |
 //!
 //! Bit 31 (`READER_OVERFLOW`) is the top of the reader count: readers refuse
@@ -37,6 +38,7 @@
 //!    its owner holds `wait_lock` and has not claimed the lock yet; so the
 //!    word never carries `QUIET` together with `W_WAITING` or `PARKED`, and
 //!    an upgradable reader (which holds `wait_lock`) never sees either.
+//!    `HANDOFF` is only set while `QUIET` is, and cleared with it.
 //! 3. `W_LOCKED` is only taken when no reader and no writer is in the word:
 //!    from 0 or `QUIET` (fast path), or from the word the `wait_lock` holder
 //!    saw with nothing but its own bits (slow path): a writer excludes
@@ -101,11 +103,35 @@
 //!   RMW and a lock freed by the next owner is never written. A waiter that
 //!   gets no CPU lets the batch run on until it is scheduled; then its
 //!   claim is one RMW, which the running threads cannot outpace for long.
+//! - A fair unlock (`RawRwLockFair`) that finds `QUIET` ends the batch at
+//!   once: its releasing RMW sets `HANDOFF`, after which every fast path
+//!   fails (the running threads queue on `wait_lock` behind the waiter),
+//!   and it wakes the waiter's quiet sleep through the parking bucket (a
+//!   static word, by address: the lock itself is not touched after the
+//!   RMW). The waiter's claim clears `QUIET` and `HANDOFF` together.
 //!
 //! Bypass is bounded: only fast-path acquirers pass the waiter, and only
 //! while `QUIET` is set (one batch); contended acquirers queue on
 //! `wait_lock` in arrival order. So every queued thread gets the lock within
 //! (queue length x batch), and writers still never starve.
+//!
+//! # Timed acquisitions (`RawRwLockTimed`, `RawRwLockUpgradeTimed`)
+//! A timed acquirer waits as an untimed one, with every wait bounded by its
+//! deadline: `wait_lock` is taken with the queued spinlock's own timed
+//! acquisition (a waiter that gives up leaves its queue whole, see
+//! `qspinlock`), the batch wait ends at the deadline, and the wait on the
+//! word gives up there. Giving up undoes exactly what the acquirer had set,
+//! all of which only the `wait_lock` holder sets or clears (invariants 1
+//! and 2): its reader increment (as an undo: `fetch_sub`, waking a parked
+//! waiter if due), `QUIET` and `HANDOFF` (in the RMW that would have
+//! claimed the lock), `W_WAITING` and its own `PARKED` (one RMW), while it
+//! still holds `wait_lock`; then it releases `wait_lock`. Readers that
+//! queued behind its `W_WAITING` proceed once they get `wait_lock`.
+//! (parking_lot's #465 was a timed-out writer clearing its parked bit while
+//! a concurrent unlock could clear it too; here wakers never clear
+//! `PARKED`.) A timed `try_upgrade_for` that gives up is still the
+//! upgradable reader. The untimed paths pass `Deadline::NEVER` and never
+//! read the clock.
 //!
 //! # Waiting (16 threads on 2 cores)
 //! Once it has claimed the lock (after its quiet wait, see above), the one
@@ -153,8 +179,11 @@
 //! set `W_WAITING`, wait for the word to be `W_WAITING | ONE_READER`, then
 //! `cmpxchg` to `W_LOCKED`. Downgrading *to* an upgradable lock would need to
 //! take `wait_lock` while holding `W_LOCKED`, which deadlocks against a queued
-//! reader holding `wait_lock`, so `RawRwLockUpgradeDowngrade` is not
-//! implemented.
+//! reader holding `wait_lock` (it waits for `W_LOCKED` to clear), so
+//! `RawRwLockUpgradeDowngrade` is not implemented: its
+//! `downgrade_to_upgradable` is exactly that. (Its other half, an
+//! upgradable read down to a plain one, would be safe: release `wait_lock`,
+//! keep the reader count; lock_api only offers it in the same trait.)
 //!
 //! # Caveat: recursive reads
 //! As in Linux and parking_lot's `read` (not `read_recursive`), a thread
@@ -171,7 +200,7 @@ use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qspinlock::QSpinCore;
 use crate::sync::atomic::{AtomicU32, Ordering};
-use crate::wait::{Backoff, BatchClock, QuietPoll, TUNING};
+use crate::wait::{Backoff, BatchClock, Deadline, QuietPoll, TUNING, parking};
 
 /// A writer holds the lock.
 const W_LOCKED: u32 = 1 << 0;
@@ -180,12 +209,15 @@ const W_WAITING: u32 = 1 << 1;
 /// The `wait_lock` holder sleeps on the count word.
 const PARKED: u32 = 1 << 2;
 /// The `wait_lock` holder waits quietly while running threads finish a
-/// batch: fast paths may still take the lock, and releases count the batch.
+/// batch: fast paths may still take the lock.
 const QUIET: u32 = 1 << 3;
+/// A fair unlock ended the batch: fast paths must not take the lock (only
+/// set with `QUIET`).
+const HANDOFF: u32 = 1 << 4;
 /// A reader that sees one of these must take the slow path.
 const W_MASK: u32 = W_LOCKED | W_WAITING;
 /// One reader in the count.
-const ONE_READER: u32 = 1 << 4;
+const ONE_READER: u32 = 1 << 5;
 /// The reader count.
 const READERS_MASK: u32 = !(ONE_READER - 1);
 /// Top bit of the reader count: at 2^26 readers new readers refuse (panic).
@@ -269,13 +301,59 @@ impl<P: Platform> QRwCore<P> {
         }
     }
 
+    /// Releases one read lock fairly: as `reader_leave`, but a waiter that
+    /// waits out a batch (`QUIET`) gets the lock next (`HANDOFF`).
+    pub(crate) fn reader_leave_fair(&self) {
+        let old = self.release_fair(ONE_READER);
+        if old & PARKED != 0 && readers(old) <= 2 {
+            self.wake_waiter();
+        }
+    }
+
+    /// Releases the write lock fairly (see `release_fair`).
+    pub(crate) fn unlock_exclusive_fair(&self) {
+        let old = self.release_fair(W_LOCKED);
+        if old & PARKED != 0 {
+            self.wake_waiter();
+        }
+    }
+
+    /// The releasing RMW of a fair unlock: subtracts `held` (`W_LOCKED` or
+    /// `ONE_READER`) and, if a waiter waits out a batch (`QUIET`), sets
+    /// `HANDOFF` in the same RMW and wakes its quiet sleep (through the
+    /// static parking bucket, by address: the lock is not touched after the
+    /// RMW). Returns the old word.
+    fn release_fair(&self, held: u32) -> u32 {
+        // Taken before the RMW: after it the lock may be freed.
+        let addr = self.addr();
+        // Release pairs with the next acquirer's Acquire, as in the unfair
+        // releases; an RMW, so release sequences carry on.
+        let old = self
+            .cnts
+            .fetch_update(Ordering::Release, Ordering::Relaxed, |v| {
+                let handoff = if v & QUIET != 0 { HANDOFF } else { 0 };
+                Some((v - held) | handoff)
+            })
+            .unwrap_or_else(|v| v);
+        if old & QUIET != 0 {
+            parking::unpark_all::<P>(addr);
+        }
+        old
+    }
+
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
     /// The `wait_lock` holder, before it claims the lock: sets `QUIET` and
     /// waits, polling the word only now and then, while running threads
-    /// keep using the lock, until the batch is over (`wait::batch`) or the
-    /// lock stays `free` for `settle_relaxes` (its users are gone). Returns
-    /// the last word seen, with `QUIET` (ours) still set.
+    /// keep using the lock, until the batch is over (`wait::batch`, or a
+    /// fair unlock's `HANDOFF`), the lock stays `free` for `settle_relaxes`
+    /// (its users are gone), or `deadline` passed. Returns the last word
+    /// seen, with `QUIET` (ours) still set.
     #[cold]
-    fn wait_batch(&self, free: impl Fn(u32) -> bool) -> u32 {
+    fn wait_batch(&self, free: impl Fn(u32) -> bool, deadline: Deadline) -> u32 {
         debug_assert_eq!(self.cnts.load(Ordering::Relaxed) & QUIET, 0);
         let mut v = self.cnts.fetch_or(QUIET, Ordering::Relaxed) | QUIET;
         let mut batch = BatchClock::start::<P>();
@@ -290,11 +368,18 @@ impl<P: Platform> QRwCore<P> {
                     return v;
                 }
             }
-            if batch.elapsed::<P>(TUNING.batch_ns, TUNING.batch_polls) {
+            if v & HANDOFF != 0
+                || batch.elapsed::<P>(TUNING.batch_ns, TUNING.batch_polls)
+                || deadline.passed::<P>()
+            {
                 return v;
             }
+            // Our ticket, before we look again: a fair unlock after it ends
+            // our sleep.
+            let ticket = parking::prepare(self.addr());
             // Stay off the line the running threads write.
-            quiet.wait::<P>();
+            let left = deadline.remaining_ns::<P>();
+            quiet.wait_with::<P>(|ns| parking::park_timeout::<P>(ticket, ns.min(left)));
             v = self.cnts.load(Ordering::Relaxed);
         }
     }
@@ -307,15 +392,19 @@ impl<P: Platform> QRwCore<P> {
     }
 
     /// The `wait_lock` holder waits until `done(word)`; returns that word.
-    /// Spins with backoff, then sleeps on the word with `PARKED` set.
+    /// Spins with backoff, then sleeps on the word with `PARKED` set. `None`
+    /// once `deadline` passed (`PARKED` may be left set: it is ours).
     #[cold]
-    fn wait_word(&self, done: impl Fn(u32) -> bool) -> u32 {
+    fn wait_word(&self, done: impl Fn(u32) -> bool, deadline: Deadline) -> Option<u32> {
         let mut backoff = Backoff::new();
         loop {
             // Acquire pairs with the Release RMW that made `done` true.
             let v = self.cnts.load(Ordering::Acquire);
             if done(v) {
-                return v;
+                return Some(v);
+            }
+            if deadline.passed::<P>() {
+                return None;
             }
             if backoff.steps() < TUNING.qrw_spin_steps {
                 backoff.snooze::<P>();
@@ -331,30 +420,41 @@ impl<P: Platform> QRwCore<P> {
             {
                 continue;
             }
-            P::wait(&self.cnts, v | PARKED);
+            deadline.wait::<P>(&self.cnts, v | PARKED);
         }
     }
 
     /// Holding `wait_lock`, with our increment in the count: wait for the
-    /// writer (if any) to leave. Returns holding a read lock.
+    /// writer (if any) to leave. True holding a read lock; false once
+    /// `deadline` passed, with our increment still in the count and our
+    /// `PARKED` cleared (the caller undoes the increment).
     #[inline]
-    fn wait_writer_exit(&self, old: u32) {
+    fn wait_writer_exit(&self, old: u32, deadline: Deadline) -> bool {
         debug_assert_eq!(old & W_WAITING, 0, "W_WAITING needs wait_lock");
-        if old & W_LOCKED != 0 {
-            let v = self.wait_word(|v| v & W_LOCKED == 0);
-            if v & PARKED != 0 {
-                // We own PARKED (invariant 1) and are done sleeping.
-                self.cnts.fetch_and(!PARKED, Ordering::Relaxed);
-            }
+        if old & W_LOCKED == 0 {
+            return true;
         }
+        let done = self.wait_word(|v| v & W_LOCKED == 0, deadline);
+        if done.is_none_or(|v| v & PARKED != 0) {
+            // We own PARKED (invariant 1) and are done sleeping.
+            self.cnts.fetch_and(!PARKED, Ordering::Relaxed);
+        }
+        done.is_some()
     }
 
     /// Holding `wait_lock` with `W_WAITING` set and `own` (0 or
     /// `ONE_READER`) in the count: wait for everyone else to leave, then
-    /// take `W_LOCKED` (clearing `W_WAITING`, `PARKED` and `own`).
-    fn take_from_waiting(&self, own: u32) {
+    /// take `W_LOCKED` (clearing `W_WAITING`, `PARKED` and `own`). False
+    /// once `deadline` passed: `W_WAITING` and `PARKED` (ours) are cleared
+    /// again, `own` stays.
+    fn take_from_waiting(&self, own: u32, deadline: Deadline) -> bool {
         loop {
-            let v = self.wait_word(|v| v & !PARKED == W_WAITING | own);
+            let Some(v) = self.wait_word(|v| v & !PARKED == W_WAITING | own, deadline) else {
+                // Only we (the wait_lock holder) set or clear them.
+                self.cnts
+                    .fetch_and(!(W_WAITING | PARKED), Ordering::Relaxed);
+                return false;
+            };
             // Acquire pairs with the Release of the readers and writer that
             // left (their release sequences end in `v`).
             if self
@@ -362,7 +462,7 @@ impl<P: Platform> QRwCore<P> {
                 .compare_exchange(v, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
             {
-                return;
+                return true;
             }
         }
     }
@@ -401,29 +501,50 @@ impl<P: Platform> QRwCore<P> {
 
     #[cold]
     fn lock_shared_slow(&self, old: u32) {
-        if old & (W_MASK | READER_OVERFLOW) == 0 {
+        let acquired = self.lock_shared_contended(old, Deadline::NEVER);
+        debug_assert!(acquired);
+    }
+
+    /// A reader's contended path, its increment (`old` before it) in the
+    /// count. True holding a read lock; false once `deadline` passed, with
+    /// nothing of ours left in the lock.
+    #[inline]
+    fn lock_shared_contended(&self, old: u32, deadline: Deadline) -> bool {
+        if old & (W_MASK | READER_OVERFLOW | HANDOFF) == 0 {
             // Only QUIET: we hold the read lock, past a waiter, in its batch.
-            return;
+            return true;
         }
         self.check_reader_overflow(old);
-        if old & W_MASK == W_LOCKED && self.spin_writer_exit() {
-            return;
+        if old & (W_MASK | HANDOFF) == W_LOCKED && self.spin_writer_exit() {
+            return true;
         }
-        // A writer holds or waits: undo, and queue behind everyone waiting.
+        // A writer holds or waits, or a fair unlock handed the lock to the
+        // waiter: undo, and queue behind everyone waiting.
         self.reader_leave();
-        self.wait_lock.lock();
+        if !self.lock_wait_lock(deadline) {
+            return false;
+        }
         // Let the running threads finish their batch; then join the count
-        // and drop QUIET in one RMW. Acquire pairs with the last
+        // and drop QUIET and HANDOFF in one RMW. Acquire pairs with the last
         // writer's Release unlock (when it is already gone); otherwise
         // `wait_writer_exit` acquires.
-        let mut v = self.wait_batch(|v| v & W_LOCKED == 0);
+        let mut v = self.wait_batch(|v| v & W_LOCKED == 0, deadline);
         let old = loop {
-            match self.cnts.compare_exchange_weak(
-                v,
-                (v & !QUIET).wrapping_add(ONE_READER),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
+            let (new, leaving) = if v & W_LOCKED != 0 && deadline.passed::<P>() {
+                // Out of time with a writer inside: leave, dropping our
+                // QUIET and HANDOFF.
+                (v & !(QUIET | HANDOFF), true)
+            } else {
+                ((v & !(QUIET | HANDOFF)).wrapping_add(ONE_READER), false)
+            };
+            match self
+                .cnts
+                .compare_exchange_weak(v, new, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) if leaving => {
+                    self.wait_lock.release(false);
+                    return false;
+                }
                 Ok(old) => break old,
                 Err(now) => v = now,
             }
@@ -436,8 +557,24 @@ impl<P: Platform> QRwCore<P> {
             self.reader_leave();
             reader_overflow();
         }
-        self.wait_writer_exit(old);
+        let acquired = self.wait_writer_exit(old, deadline);
         self.wait_lock.release(false);
+        if !acquired {
+            // Out of time: our increment goes (after `wait_lock`, as above).
+            self.reader_leave();
+        }
+        acquired
+    }
+
+    /// Takes `wait_lock`, by `deadline` at the latest (false: not taken).
+    #[inline]
+    fn lock_wait_lock(&self, deadline: Deadline) -> bool {
+        if deadline.is_never() {
+            self.wait_lock.lock();
+            true
+        } else {
+            self.wait_lock.lock_until(deadline)
+        }
     }
 
     /// The read fast path; `contended` is called if the read must wait
@@ -448,7 +585,7 @@ impl<P: Platform> QRwCore<P> {
         let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
         if old & (W_MASK | READER_OVERFLOW | QUIET) != 0 {
             // Only QUIET: a fast-path acquisition past a quiet waiter.
-            if old & (W_MASK | READER_OVERFLOW) != 0 {
+            if old & (W_MASK | READER_OVERFLOW | HANDOFF) != 0 {
                 contended();
             }
             self.lock_shared_slow(old);
@@ -474,24 +611,52 @@ impl<P: Platform> QRwCore<P> {
             contended();
             self.wait_lock.lock_slow();
         }
+        let acquired = self.join_as_upgradable(Deadline::NEVER);
+        debug_assert!(acquired);
+    }
+
+    /// Holding `wait_lock`: adds our reader and waits for a writer inside to
+    /// leave. True holding the upgradable read; false once `deadline`
+    /// passed, with `wait_lock` released and nothing of ours left.
+    #[inline]
+    fn join_as_upgradable(&self, deadline: Deadline) -> bool {
         // Acquire pairs with the last writer's Release unlock.
         let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
+        let acquired = old & READER_OVERFLOW == 0 && self.wait_writer_exit(old, deadline);
+        if acquired {
+            return true;
+        }
+        // `wait_lock` first: our reader count keeps the lock alive while we
+        // touch it; after `reader_leave` a writer may take the lock and its
+        // owner free it.
+        self.wait_lock.release(false);
+        self.reader_leave();
         if old & READER_OVERFLOW != 0 {
-            // `wait_lock` first: our reader count keeps the lock alive while
-            // we touch it; after `reader_leave` a writer may take the lock
-            // and its owner free it.
-            self.wait_lock.release(false);
-            self.reader_leave();
             reader_overflow();
         }
-        self.wait_writer_exit(old);
+        false
     }
 
     #[cold]
     fn lock_exclusive_slow(&self, v: u32, contended: impl FnOnce()) {
+        let acquired = self.lock_exclusive_contended(v, contended, Deadline::NEVER);
+        debug_assert!(acquired);
+    }
+
+    /// A writer's contended path (`v`: the word its fast path saw;
+    /// `contended` as in `lock_shared_hooked`). True holding the write
+    /// lock; false once `deadline` passed, with nothing of ours left in the
+    /// lock.
+    #[inline]
+    fn lock_exclusive_contended(
+        &self,
+        v: u32,
+        contended: impl FnOnce(),
+        deadline: Deadline,
+    ) -> bool {
         // Only a quiet waiter is there: its batch lasts, take the lock.
         if v == QUIET && self.try_lock_quiet() {
-            return;
+            return true;
         }
         contended();
         // Spin on loads while nobody queues (a queued writer sets
@@ -511,36 +676,38 @@ impl<P: Platform> QRwCore<P> {
                     .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
-                return;
+                return true;
             }
         }
-        self.wait_lock.lock();
+        if !self.lock_wait_lock(deadline) {
+            return false;
+        }
         // Let the running threads finish their batch. Then, in one RMW that
-        // also drops QUIET: take the lock if it is free, or set
+        // also drops QUIET and HANDOFF: take the lock if it is free, or set
         // W_WAITING (from here on newcomer readers queue behind us,
-        // invariant 2) and wait for the holders to drain.
-        let mut v = self.wait_batch(|v| v & !QUIET == 0);
-        loop {
-            let rest = v & !QUIET;
-            let new = if rest == 0 {
-                W_LOCKED
+        // invariant 2) and wait for the holders to drain; out of time, just
+        // leave.
+        let mut v = self.wait_batch(|v| v & !(QUIET | HANDOFF) == 0, deadline);
+        let acquired = loop {
+            let rest = v & !(QUIET | HANDOFF);
+            let (new, outcome) = if rest == 0 {
+                (W_LOCKED, Some(true))
+            } else if deadline.passed::<P>() {
+                (rest, Some(false))
             } else {
-                rest | W_WAITING
+                (rest | W_WAITING, None)
             };
             // Acquire pairs with the previous holders' Release (when taking).
             match self
                 .cnts
                 .compare_exchange_weak(v, new, Ordering::Acquire, Ordering::Relaxed)
             {
-                Ok(_) if rest == 0 => break,
-                Ok(_) => {
-                    self.take_from_waiting(0);
-                    break;
-                }
+                Ok(_) => break outcome.unwrap_or_else(|| self.take_from_waiting(0, deadline)),
                 Err(now) => v = now,
             }
-        }
+        };
         self.wait_lock.release(false);
+        acquired
     }
 
     /// The word was `QUIET` (a waiter lets the running threads finish their
@@ -580,6 +747,7 @@ impl<P: Platform> core::fmt::Debug for QRwCore<P> {
             .field("write_waiting", &(v & W_WAITING != 0))
             .field("parked", &(v & PARKED != 0))
             .field("quiet", &(v & QUIET != 0))
+            .field("handoff", &(v & HANDOFF != 0))
             .field("wait_lock", &self.wait_lock)
             .finish()
     }
@@ -614,7 +782,7 @@ unsafe impl<P: Platform> RawRwLock for QRwCore<P> {
     fn try_lock_shared(&self) -> Option<GuardSend> {
         let mut v = self.cnts.load(Ordering::Relaxed);
         loop {
-            if v & (W_MASK | READER_OVERFLOW) != 0 {
+            if v & (W_MASK | READER_OVERFLOW | HANDOFF) != 0 {
                 return None;
             }
             // Acquire pairs with the Release unlock of the last writer.
@@ -775,7 +943,8 @@ unsafe impl<P: Platform> RawRwLockUpgrade for QRwCore<P> {
     unsafe fn upgrade(&self, guard: WaitGuard<P>) -> GuardSend {
         // Newcomer readers now queue (behind us, on wait_lock).
         self.cnts.fetch_or(W_WAITING, Ordering::Relaxed);
-        self.take_from_waiting(ONE_READER);
+        let upgraded = self.take_from_waiting(ONE_READER, Deadline::NEVER);
+        debug_assert!(upgraded);
         // An upgradable guard stands for the held `wait_lock`.
         let _ = guard;
         self.wait_lock.release(false);
@@ -816,6 +985,15 @@ unsafe impl<P: Platform> RawRwLockUpgrade for QRwCore<P> {
 /// read taken while the same thread holds an upgradable read of the lock,
 /// which this lock itself would let through (no writer can be waiting
 /// then).
+///
+/// Timed acquisitions (`try_read_for`, `try_write_until`,
+/// `try_upgradable_read_for`, `try_upgrade_for`, ...) need a platform with
+/// a clock ([`TimedPlatform`](crate::platform::TimedPlatform)); fair
+/// unlocks (`unlock_fair`, `bump`) hand the lock to the thread waiting on
+/// it. `RawRwLockUpgradeDowngrade` is not implemented: downgrading a write
+/// to an upgradable read would take the queue lock while holding the write
+/// lock, which deadlocks against a reader queued there (see the module
+/// docs, "Upgradable reads").
 ///
 /// Guards are `Send`: with lockdep, a guard released on another thread
 /// leaves its entry on the held stack of the thread that took it (see the
@@ -1040,6 +1218,8 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
         }
     }
 }
+
+mod timed;
 
 #[cfg(all(test, not(loom)))]
 mod tests {

@@ -9,8 +9,8 @@
 //! ```text
 //!  byte 0              byte 1                         bytes 2..3
 //! +-------------------+------------------------------+-----------------+
-//! | locked: FREE /    | flags: HEAD_PARKED|HANDOFF|  | tail (node      |
-//! | LOCKED / RESERVED |        PENDING               | index, 0: none) |
+//! | locked: FREE /    | flags: HEAD_PARKED|GRANTED|  | tail (node      |
+//! | LOCKED / RESERVED |        HANDOFF|PENDING       | index, 0: none) |
 //! +-------------------+------------------------------+-----------------+
 //! ```
 //! Three separate atomics (`AtomicU8`, `AtomicU8`, `AtomicU16`), never
@@ -22,22 +22,40 @@
 //! | --- | --- | --- |
 //! | `locked` = `FREE` | free; anyone may take it (`cmpxchg FREE -> LOCKED`) | a releaser |
 //! | `locked` = `LOCKED` | held | the acquirer's `cmpxchg` |
-//! | `locked` = `RESERVED` | free, only the word waiter may take it | a releaser that saw `HANDOFF`, or `unlock_fair` with a word waiter |
-//! | `PENDING` | one thread, the *word waiter*, is first in line | a contender that found neither word waiter nor queue, or a queue head without predecessor; cleared by its owner in the RMW after it acquires, or handed on to its queue successor in that RMW |
-//! | `HANDOFF` | the word waiter claims the lock: releases store `RESERVED` | the word waiter (or a contender that took a reserved lock whose word waiter did not come); cleared when the word waiter acquires |
-//! | `HEAD_PARKED` | a queue head without predecessor sleeps until `PENDING` clears | that head; cleared by the word waiter's acquiring RMW, which then wakes it |
-//! | `tail` | index of the last MCS queue node | `swap` by each newcomer; `cmpxchg -> 0` by the last node leaving |
+//! | `locked` = `RESERVED` | free, only the word waiter may take it | a releaser that set `GRANTED` (it saw `HANDOFF`, or is `unlock_fair`) |
+//! | `PENDING` | one thread, the *word waiter*, is first in line | a contender that found neither word waiter nor queue, or a queue head without predecessor; cleared by its owner in the RMW after it acquires, or handed on to its queue successor in that RMW; or, by a timed word waiter that gives up, cleared or handed on in an RMW that finds `GRANTED` clear |
+//! | `HANDOFF` | the word waiter claims the lock: releases reserve it | the word waiter (or a contender that took a reserved lock whose word waiter did not come); cleared with `PENDING`, or when the word waiter hands `PENDING` on |
+//! | `GRANTED` | a release has committed to reserving the lock for the word waiter: `locked` is `RESERVED`, or the releaser stores it next (or a contender that took the reservation clears `GRANTED` next); the word waiter can no longer give up | the releaser, in an RMW that finds `PENDING` (and `HANDOFF`, unless fair); cleared by the RMW of whoever takes the reserved lock |
+//! | `HEAD_PARKED` | a queue head without predecessor sleeps until `PENDING` clears | that head; cleared by the word waiter's acquiring (or giving-up) RMW, which then wakes it |
+//! | `tail` | index of the last MCS queue node | `swap` by each newcomer; `cmpxchg -> 0` by the last node leaving; `cmpxchg` back to its predecessor by a last node that gives up |
+//!
+//! A queue node (`qnode`) is `WAITING`/`PARKED` while its owner waits, and
+//! becomes `HEAD` (made head and word waiter by its predecessor, with
+//! `PENDING`) or `FIRST` (first in the queue without `PENDING`: its
+//! predecessor gave up as a queued waiter, see `qspinlock/queue.rs`).
 //!
 //! # Invariants
-//! 1. `PENDING` is cleared only by its owner, in the RMW that follows its
-//!    acquisition (or handed on there): while the lock is held, a set
-//!    `PENDING` stays set, and a word waiter exists.
-//! 2. `HANDOFF` and `RESERVED` only exist while `PENDING` is set (they are
-//!    set by the word waiter, by a holder that saw `PENDING`, or by a
-//!    contender that took a reserved lock, all while `PENDING` stays set by
-//!    invariant 1), so the lock is never reserved for nobody.
+//! 1. `PENDING` is cleared only by its owner: in the RMW that follows its
+//!    acquisition (or handed on there), or in the RMW by which a timed word
+//!    waiter gives up (handing it on to its queue successor if it has one),
+//!    which fails while `GRANTED` is set. So a word waiter exists while
+//!    `PENDING` is set, and it exists until it takes a lock that a release
+//!    committed to reserve for it.
+//! 2. `HANDOFF`, `GRANTED` and `RESERVED` only exist while `PENDING` is set,
+//!    so the lock is never reserved for nobody: `HANDOFF` and `GRANTED` are
+//!    set only by RMWs that see `PENDING`, and the RMW that clears `PENDING`
+//!    clears `HANDOFF` with it and finds `GRANTED` clear; `RESERVED` is
+//!    stored only after a `GRANTED` RMW, and stays until someone takes it,
+//!    during which `GRANTED` keeps `PENDING` set.
 //! 3. A newcomer becomes the word waiter only if there is no queue, and
 //!    queues otherwise: it never passes a queued waiter that way.
+//! 4. Only its owner and its predecessor write into a queue node (its
+//!    successor writes the `next` link), and a node leaves the queue only
+//!    with no other thread left to write into it: a waiter that gives up
+//!    first unlinks itself from its predecessor (or finds itself already
+//!    taken and signalled), then passes its successor on (see
+//!    `qspinlock/queue.rs`). So a thread's node is free for its next `lock`
+//!    the moment the last one returns.
 //!
 //! # Who waits where (count the cache lines)
 //! - **Uncontended**: `lock` is one `cmpxchg` on `locked`; `unlock` is a
@@ -70,6 +88,37 @@
 //! - **Head without predecessor** (the queue formed behind a word waiter
 //!   that never queued): polls `flags` until `PENDING` clears, then sleeps
 //!   with `HEAD_PARKED` until the word waiter's acquiring RMW wakes it.
+//!
+//! # Timed acquisitions: giving up (`RawMutexTimed`)
+//! `try_lock_for`/`try_lock_until` wait as `lock` does, bounding each sleep
+//! by the time left; once the deadline has passed (on
+//! [`Platform::now_ns`]), the waiter leaves from wherever it is, without a
+//! trace:
+//! - **Spinning or unqueued**: returns; it left nothing in the lock.
+//! - **Queued**: unlinks its node from its predecessor, then hands its
+//!   successor to that predecessor (or makes it first) or gives the tail
+//!   back, after Linux's `osq_lock` unqueue (see `qspinlock/queue.rs`). If
+//!   its predecessor has just taken it as successor (it acquired the lock,
+//!   or gave up itself), the signal comes at once: the waiter is then the
+//!   word waiter and gives up as such.
+//! - **Word waiter**: gives `PENDING` up in one RMW on `flags` (to its queue
+//!   successor, made head with a fresh batch, or to nobody, waking a head
+//!   without predecessor), which fails if a release has already committed to
+//!   reserve the lock for it (`GRANTED`): then it takes the lock (a timed
+//!   acquisition may succeed late). A reserving release commits with an RMW
+//!   that still finds `PENDING` (and `HANDOFF`, unless fair); the two RMWs
+//!   are ordered, so either the release sees the waiter gone and releases
+//!   normally, or the waiter sees the reservation and takes it. The lock is
+//!   never reserved for nobody (invariant 2) and no hand-off is lost: the
+//!   waiter's successor (if any) gets `PENDING`, as when it acquires.
+//!
+//! A timed-out acquisition returns after the deadline, late by at most the
+//! steps above: each waits only for a thread that is in the middle of a
+//! few instructions of the lock's protocol (a successor linking itself, a
+//! releaser between its `GRANTED` RMW and its store), unless that thread
+//! is preempted there. Where `now_ns` is a constant 0 (no clock), a
+//! nonzero timeout never passes (see
+//! [`TimedPlatform`](crate::platform::TimedPlatform)).
 //!
 //! # Fair and fast: batches (see `wait::batch`)
 //! The running holder re-takes the lock through the fast path for a batch;
@@ -117,6 +166,14 @@
 //!   them.
 //! - `HEAD_PARKED` is set by a Release RMW and seen by the word waiter's
 //!   Acquire RMW, so the head's parking ticket precedes the wake.
+//! - `GRANTED` is set and tested by Relaxed RMWs: they only decide, in the
+//!   modification order of `flags`, between a reserving release and a word
+//!   waiter giving up; the lock itself passes by the `RESERVED` store and
+//!   the taker's Acquire `cmpxchg`.
+//! - Leaving the queue: links (`next`) are stored Release and taken by
+//!   Acquire RMWs, so a node's reset by its owner precedes every write into
+//!   it by the thread that takes it from a link; the tail given back to a
+//!   predecessor is an AcqRel `cmpxchg`, like the newcomer's `swap`.
 //!
 //! # Nodes and per-thread state
 //! Queue nodes come from the platform (`Platform::queue_node`): one per
@@ -141,9 +198,9 @@ use crate::class::{Access, ClassRef, LockKind};
 use crate::hook::{self, Held};
 
 use crate::platform::{DefaultPlatform, Platform};
-use crate::qnode::{NODE_HEAD, NODE_PARKED, NODE_WAITING, NodeIndex, QNode};
+use crate::qnode::NodeIndex;
 use crate::sync::atomic::{AtomicU8, AtomicU16, Ordering};
-use crate::wait::{Backoff, BatchClock, QuietPoll, TUNING, batch, parking};
+use crate::wait::{Backoff, BatchClock, Deadline, QuietPoll, TUNING, batch, parking};
 
 /// `locked`: free.
 const FREE: u8 = 0;
@@ -158,6 +215,9 @@ const PENDING: u8 = 1 << 0;
 const HANDOFF: u8 = 1 << 1;
 /// A queue head without predecessor sleeps until `PENDING` clears.
 const HEAD_PARKED: u8 = 1 << 2;
+/// A release committed to reserving the lock for the word waiter, which can
+/// no longer give up (see the module docs).
+const GRANTED: u8 = 1 << 3;
 
 /// The lock itself, without statistics or lockdep: the word described in
 /// the module documentation. [`RawQSpinLock`] is this plus a lock class and
@@ -223,19 +283,26 @@ impl<P: Platform> QSpinCore<P> {
 
     #[cold]
     pub(crate) fn lock_slow(&self) {
+        let acquired = self.lock_contended(Deadline::NEVER);
+        debug_assert!(acquired);
+    }
+
+    /// The contended paths: true holding the lock, false once `deadline`
+    /// passed (then nothing of ours is left in the lock).
+    #[inline]
+    fn lock_contended(&self, deadline: Deadline) -> bool {
         // A thread that just handed the lock to the word waiter is still
         // running and would take it back whenever it finds it free between
         // the new holder's acquisitions: it queues at once instead.
         if !batch::just_handed_off::<P>(self.addr()) && self.spin_before_queueing() {
-            return;
+            return true;
         }
         if self.try_become_pending() {
-            self.wait_as_pending(None, None);
-            return;
+            return self.wait_as_pending(None, None, deadline);
         }
         match P::queue_node() {
-            Some(index) => self.lock_queued(index),
-            None => self.lock_unqueued(),
+            Some(index) => self.lock_queued(index, deadline),
+            None => self.lock_unqueued(deadline),
         }
     }
 
@@ -264,10 +331,7 @@ impl<P: Platform> QSpinCore<P> {
                     let clock = reserved.get_or_insert_with(BatchClock::start::<P>);
                     if clock.elapsed::<P>(TUNING.qs_steal_ns, TUNING.qs_steal_polls) {
                         if self.take(RESERVED) {
-                            // Our release must reserve it again: PENDING is
-                            // set (invariant 2), so the word waiter still
-                            // exists; HANDOFF says so to every release.
-                            self.flags.fetch_or(HANDOFF, Ordering::Relaxed);
+                            self.took_reservation();
                             return true;
                         }
                         reserved = None;
@@ -281,6 +345,21 @@ impl<P: Platform> QSpinCore<P> {
             backoff.snooze::<P>();
         }
         false
+    }
+
+    /// We took a reserved lock whose word waiter did not come: the
+    /// reservation is consumed (`GRANTED` goes), and our release must
+    /// reserve the lock again. `GRANTED` was set until now, so the word
+    /// waiter could not give up: `PENDING` is set (invariant 2), and
+    /// `HANDOFF` says so to every release. Relaxed: see `GRANTED`.
+    #[cold]
+    fn took_reservation(&self) {
+        let _ = self
+            .flags
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |f| {
+                let handoff = if f & PENDING != 0 { HANDOFF } else { 0 };
+                Some((f & !GRANTED) | handoff)
+            });
     }
 
     /// The re-check of a sleeper until a release (after its heavy fence):
@@ -313,10 +392,19 @@ impl<P: Platform> QSpinCore<P> {
         }
     }
 
-    /// The word waiter's loop: owns `PENDING`; returns holding the lock,
-    /// with `PENDING`, `HANDOFF` and `HEAD_PARKED` cleared and `successor`
-    /// (the next queued node, if we came through the queue) made head.
-    fn wait_as_pending(&self, successor: Option<NodeIndex>, since: Option<u64>) {
+    /// The word waiter's loop: owns `PENDING`. `queue` is our queue node if
+    /// a successor is linked behind it (we take it from there at the end);
+    /// `since` is when our batch started (made head by our predecessor).
+    /// Returns true holding the lock, with `PENDING`,
+    /// `HANDOFF`, `GRANTED` and `HEAD_PARKED` cleared and our successor (if
+    /// any) made head and word waiter; false once `deadline` passed and we
+    /// gave `PENDING` up (see `give_up_pending`).
+    fn wait_as_pending(
+        &self,
+        mut queue: Option<NodeIndex>,
+        since: Option<u64>,
+        deadline: Deadline,
+    ) -> bool {
         let mut batch = match since {
             Some(t) => BatchClock::since(t),
             None => BatchClock::start::<P>(),
@@ -324,6 +412,8 @@ impl<P: Platform> QSpinCore<P> {
         let mut quiet = QuietPoll::new();
         // Once we set HANDOFF: the clock of our wait for the holder.
         let mut claimed: Option<BatchClock> = None;
+        // Our successor, once taken from our node (`give_up_pending`).
+        let mut successor = None;
         loop {
             // Our ticket, before we look: a reserving release after this
             // (a fair unlock) ends our quiet sleep below.
@@ -341,6 +431,16 @@ impl<P: Platform> QSpinCore<P> {
             if taken {
                 break;
             }
+            if deadline.passed::<P>() {
+                if self.give_up_pending(&mut queue, &mut successor) {
+                    return false;
+                }
+                // A release reserves the lock for us (GRANTED): it is ours
+                // within moments.
+                P::relax();
+                continue;
+            }
+            let left = deadline.remaining_ns::<P>();
             match &mut claimed {
                 None => match batch.remaining_ns::<P>(TUNING.batch_ns, TUNING.batch_polls) {
                     // The batch is over: claim the next release. Relaxed: a
@@ -354,7 +454,7 @@ impl<P: Platform> QSpinCore<P> {
                     // (a couple of short spins, then a sleep for the rest of
                     // the batch).
                     Some(rest) => quiet.wait_with::<P>(|ns| {
-                        parking::park_timeout::<P>(ticket, ns.min(rest));
+                        parking::park_timeout::<P>(ticket, ns.min(rest).min(left));
                     }),
                 },
                 Some(clock) => {
@@ -369,10 +469,13 @@ impl<P: Platform> QSpinCore<P> {
                     // The holder keeps the lock although we claimed it: it
                     // is preempted (maybe by us, on its CPU) or sleeps.
                     // Sleep until a release.
-                    parking::sleep_until_released::<P>(self.addr(), || self.still_held());
+                    parking::sleep_until_released::<P>(self.addr(), || self.still_held(), left);
                     *clock = BatchClock::start::<P>();
                 }
             }
+        }
+        if let Some(index) = queue {
+            successor = self.take_successor(index);
         }
         // Invariant 1: only we clear PENDING, and only now. With a queued
         // successor we do not clear it but hand it on: the successor owns
@@ -381,157 +484,75 @@ impl<P: Platform> QSpinCore<P> {
         // sleeping head's Release `HEAD_PARKED` (its ticket precedes our
         // wake).
         let keep = if successor.is_some() { PENDING } else { 0 };
-        let old = self
-            .flags
-            .fetch_and(!(PENDING | HANDOFF | HEAD_PARKED) | keep, Ordering::Acquire);
+        let old = self.flags.fetch_and(
+            !(PENDING | HANDOFF | GRANTED | HEAD_PARKED) | keep,
+            Ordering::Acquire,
+        );
         if old & HEAD_PARKED != 0 {
             parking::unpark_all::<P>(self.addr());
         }
         if let Some(next) = successor {
             // Our successor is queue head and word waiter now: it has our
-            // whole batch to wake up, timed from now. Release pairs with its
-            // Acquire load in `wait_for_head`.
-            let node = P::node(next);
-            node.since.store(P::now_ns(), Ordering::Relaxed);
-            if node.state.swap(NODE_HEAD, Ordering::Release) == NODE_PARKED {
-                P::wake_one(&node.state);
-            }
+            // whole batch to wake up, timed from now.
+            Self::make_head(next);
         }
+        true
     }
 
-    /// MCS queueing with node `index`; returns holding the lock.
-    fn lock_queued(&self, index: NodeIndex) {
-        let node = P::node(index);
-        node.reset();
-        // AcqRel: Release publishes the reset above to our successor, Acquire
-        // makes the predecessor's node (named by the old tail) valid to us.
-        let prev = self.tail.swap(index.get(), Ordering::AcqRel);
-        let mut since = None;
-        if let Some(prev) = NodeIndex::new(prev) {
-            // Release pairs with the predecessor's Acquire load of `next`.
-            P::node(prev)
-                .next
-                .store(u32::from(index.get()), Ordering::Release);
-            // Our predecessor makes us head when it acquires the lock, and
-            // hands us PENDING with it.
-            Self::wait_for_head(node);
-            since = Some(node.since.load(Ordering::Relaxed));
-        } else {
-            // No predecessor: the word waiter (if any) never queued; take
-            // PENDING when it is done.
-            self.become_pending_as_head();
+    /// A word waiter whose deadline passed gives `PENDING` up: hands it to
+    /// its queue successor (taken from `queue` into `successor`; made head
+    /// with a fresh batch) or clears it (waking a head without predecessor
+    /// that sleeps until it clears). One RMW decides against the reserving
+    /// release's (`reserve_for_waiter`): it fails if a release has already
+    /// committed to reserve the lock for us (`GRANTED`); then we keep
+    /// waiting, and keep the successor we took, for the lock is ours within
+    /// moments.
+    #[cold]
+    fn give_up_pending(
+        &self,
+        queue: &mut Option<NodeIndex>,
+        successor: &mut Option<NodeIndex>,
+    ) -> bool {
+        if let Some(index) = queue.take() {
+            *successor = self.take_successor(index);
         }
-        // As the word waiter we no longer need the queue: pass the tail on,
-        // or remember our successor, whom we make head when we acquire.
-        let successor = if self.tail.load(Ordering::Relaxed) == index.get()
-            && self
-                .tail
-                .compare_exchange(index.get(), 0, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            None
-        } else {
-            Some(Self::wait_for_successor(node))
+        // Our successor starts its own batch: no claim of ours stays.
+        let clear = match successor {
+            Some(_) => HANDOFF,
+            None => PENDING | HANDOFF | HEAD_PARKED,
         };
-        self.wait_as_pending(successor, since);
-    }
-
-    /// Spins on our own node until the predecessor makes us head; sleeps on
-    /// it after `qs_node_spins`.
-    fn wait_for_head(node: &QNode) {
-        let mut spins = 0;
-        loop {
-            // Acquire pairs with the predecessor's Release swap.
-            match node.state.load(Ordering::Acquire) {
-                NODE_HEAD => return,
-                NODE_PARKED => P::wait(&node.state, NODE_PARKED),
-                _ if spins < TUNING.qs_node_spins => {
-                    spins += 1;
-                    P::relax();
-                }
-                _ => {
-                    // WAITING -> PARKED; fails only if we just became head.
-                    // The predecessor's swap returns PARKED and wakes us.
-                    let _ = node.state.compare_exchange(
-                        NODE_WAITING,
-                        NODE_PARKED,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    );
-                }
-            }
+        // Acquire pairs with a sleeping head's Release `HEAD_PARKED`, as in
+        // the acquiring RMW.
+        let Ok(old) = self
+            .flags
+            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |f| {
+                (f & GRANTED == 0).then_some(f & !clear)
+            })
+        else {
+            return false;
+        };
+        if old & clear & HEAD_PARKED != 0 {
+            parking::unpark_all::<P>(self.addr());
         }
-    }
-
-    /// Our successor swapped the tail but may not have linked itself yet.
-    fn wait_for_successor(node: &QNode) -> NodeIndex {
-        let mut backoff = Backoff::new();
-        loop {
-            // Acquire pairs with the successor's Release store of `next`.
-            if let Some(next) = u16::try_from(node.next.load(Ordering::Acquire))
-                .ok()
-                .and_then(NodeIndex::new)
-            {
-                return next;
-            }
-            // The successor can be preempted between its swap and its store:
-            // back off to yielding so it gets to run.
-            backoff.snooze::<P>();
+        if let Some(next) = successor.take() {
+            Self::make_head(next);
         }
-    }
-
-    /// The queue head takes `PENDING` once the current word waiter is done.
-    /// A head made by its predecessor finds it clear at once; a head without
-    /// predecessor polls, then sleeps until the word waiter's acquiring RMW
-    /// wakes it.
-    fn become_pending_as_head(&self) {
-        let mut backoff = Backoff::new();
-        loop {
-            let flags = self.flags.load(Ordering::Relaxed);
-            if flags & PENDING == 0 {
-                // Relaxed: see `try_become_pending`.
-                if self
-                    .flags
-                    .compare_exchange_weak(
-                        flags,
-                        flags | PENDING,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok()
-                {
-                    return;
-                }
-                continue;
-            }
-            if backoff.steps() < TUNING.qs_head_steps {
-                backoff.snooze::<P>();
-                continue;
-            }
-            let ticket = parking::prepare(self.addr());
-            // RMWs on `flags` are totally ordered: either the word waiter's
-            // clearing RMW sees HEAD_PARKED and wakes the bucket, or we see
-            // PENDING already clear and do not sleep. Release pairs with its
-            // Acquire: our ticket precedes its wake.
-            let old = self.flags.fetch_or(HEAD_PARKED, Ordering::Release);
-            if old & PENDING != 0 {
-                parking::park::<P>(ticket);
-            }
-            backoff = Backoff::new();
-        }
+        true
     }
 
     /// No queue node: poll; become the word waiter when there is no queue;
     /// take a reserved lock whose word waiter does not come; sleep until a
-    /// release in between.
-    fn lock_unqueued(&self) {
+    /// release in between. False once `deadline` passed.
+    fn lock_unqueued(&self, deadline: Deadline) -> bool {
         loop {
             if self.spin_before_queueing() || self.try_lock_fast() {
-                return;
+                return true;
             }
             if self.try_become_pending() {
-                self.wait_as_pending(None, None);
-                return;
+                return self.wait_as_pending(None, None, deadline);
+            }
+            if deadline.passed::<P>() {
+                return false;
             }
             let mut backoff = Backoff::new();
             while backoff.steps() < TUNING.qs_unqueued_steps {
@@ -540,20 +561,23 @@ impl<P: Platform> QSpinCore<P> {
                 }
                 backoff.snooze::<P>();
             }
-            parking::sleep_until_released::<P>(self.addr(), || self.still_held());
+            parking::sleep_until_released::<P>(
+                self.addr(),
+                || self.still_held(),
+                deadline.remaining_ns::<P>(),
+            );
         }
     }
 
     /// Releases the lock: one Release store, then only the static parking
-    /// bucket is read. With a word waiter (`PENDING`) see
-    /// `release_contended`.
+    /// bucket is read. With a word waiter that claimed the lock (or a fair
+    /// unlock) see `reserve_for_waiter`.
     #[inline]
     pub(crate) fn release(&self, fair: bool) {
-        // We hold the lock, so a PENDING seen here stays set until its
-        // owner takes the lock (invariant 1).
+        // A word waiter seen here may give up before we store (a timed
+        // one): the reservation is decided by an RMW that still sees it.
         let flags = self.flags.load(Ordering::Relaxed);
-        if flags & PENDING != 0 {
-            self.release_contended(flags, fair);
+        if flags & PENDING != 0 && (fair || flags & HANDOFF != 0) && self.reserve_for_waiter(fair) {
             return;
         }
         // The address is taken before the store: after it the lock may be
@@ -566,28 +590,35 @@ impl<P: Platform> QSpinCore<P> {
         parking::wake_after_release::<P>(addr);
     }
 
-    /// A release while a word waiter exists: reserve the lock for it if it
-    /// claimed the lock (`HANDOFF`) or this is a fair unlock, and wake it;
-    /// else release as usual, waking it if it sleeps until a release.
-    #[inline]
-    fn release_contended(&self, flags: u8, fair: bool) {
+    /// A release that hands the lock to the word waiter, which claimed it
+    /// (`HANDOFF`) or is handed it by a fair unlock: commits with an RMW that
+    /// still finds the word waiter there (`GRANTED`, invariant 2), then
+    /// reserves the lock and wakes the waiter. False, with nothing done, if
+    /// the word waiter gave up meanwhile or handed its place on (its
+    /// successor has not claimed yet).
+    #[cold]
+    fn reserve_for_waiter(&self, fair: bool) -> bool {
+        // Relaxed: see `GRANTED` in the module docs.
+        if self
+            .flags
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |f| {
+                (f & PENDING != 0 && (fair || f & HANDOFF != 0)).then_some(f | GRANTED)
+            })
+            .is_err()
+        {
+            return false;
+        }
         // As in `release`: nothing of `self` is used after the store.
         let addr = self.addr();
-        if fair || flags & HANDOFF != 0 {
-            // We hand the lock over: our next `lock` must not take it back.
-            batch::handing_off::<P>(addr);
-            // Release pairs with the word waiter's Acquire cmpxchg.
-            self.locked.store(RESERVED, Ordering::Release);
-            // Pairs with the heavy fence of `parking::sleep_until_released`.
-            P::light_fence();
-            // The word waiter may sleep on its ticket alone (quietly).
-            parking::wake_all_after_release::<P>(addr);
-        } else {
-            // As in `release`.
-            self.locked.store(FREE, Ordering::Release);
-            P::light_fence();
-            parking::wake_after_release::<P>(addr);
-        }
+        // We hand the lock over: our next `lock` must not take it back.
+        batch::handing_off::<P>(addr);
+        // Release pairs with the word waiter's Acquire cmpxchg.
+        self.locked.store(RESERVED, Ordering::Release);
+        // Pairs with the heavy fence of `parking::sleep_until_released`.
+        P::light_fence();
+        // The word waiter may sleep on its ticket alone (quietly).
+        parking::wake_all_after_release::<P>(addr);
+        true
     }
 
     /// `wait_unlocked`'s first look; true if the lock is held. A free (or
@@ -742,6 +773,7 @@ impl<P: Platform> core::fmt::Debug for QSpinCore<P> {
             )
             .field("pending", &(flags & PENDING != 0))
             .field("handoff", &(flags & HANDOFF != 0))
+            .field("granted", &(flags & GRANTED != 0))
             .field("head_parked", &(flags & HEAD_PARKED != 0))
             .field("tail", &tail)
             .finish()
@@ -811,10 +843,12 @@ unsafe impl<P: Platform> RawMutex for RawQSpinLock<P> {
 }
 
 // SAFETY: `unlock_fair` releases exactly like `unlock`; it only stores
-// RESERVED instead of FREE, which restricts who may acquire next.
+// RESERVED instead of FREE (for a word waiter that cannot give up any more,
+// invariant 2), which restricts who may acquire next.
 unsafe impl<P: Platform> RawMutexFair for RawQSpinLock<P> {
-    /// Hands the lock to the thread first in line. If a word waiter exists,
-    /// the lock is reserved for it: no other thread can take it first (a
+    /// Hands the lock to the thread first in line. If a word waiter exists
+    /// (and is not giving up, a timed one), the lock is reserved for it: no
+    /// other thread can take it first (a
     /// spinning contender takes it only if the word waiter does not come
     /// within `qs_steal_ns`, i.e. is not running, and reserves it again on
     /// release). If nobody waits on the word — no waiter at all, or the
@@ -828,6 +862,9 @@ unsafe impl<P: Platform> RawMutexFair for RawQSpinLock<P> {
         guard.release(addr);
     }
 }
+
+mod queue;
+mod timed;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -5,6 +5,8 @@
 
 mod hook_lock;
 
+use std::time::Duration;
+
 use hook_lock::on_thread;
 use scalelock::{
     ClassRef, LockClass, PerCpuRwLock, QRwLock, QRwLockUpgradableReadGuard, QRwLockWriteGuard,
@@ -74,6 +76,53 @@ fn qspinlock_try_lock_adds_no_dependency_into_it() {
         assert_eq!(lockdep::held_count(), 0);
     });
     assert_eq!(r, None);
+}
+
+/// A timed lock ends its wait: like a try-lock, taking A with
+/// `try_lock_for` while holding B adds no B -> A dependency, and a timed
+/// lock of a lock the thread holds is no reported recursion (it times out).
+/// What is taken under a timed hold depends on it as usual.
+#[test]
+fn qspinlock_timed_lock_adds_no_dependency_into_it() {
+    static A: LockClass = LockClass::new("qspin-timed-A");
+    static B: LockClass = LockClass::new("qspin-timed-B");
+    static C: LockClass = LockClass::new("qspin-timed-C");
+    static LA: QSpinLock<u32> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&A)), 0);
+    static LB: QSpinLock<u32> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&B)), 0);
+    static LC: QSpinLock<u32> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&C)), 0);
+    let r = on_thread("qspin-timed", || {
+        {
+            let _a = LA.lock();
+            let _b = LB.lock();
+        }
+        {
+            let _b = LB.lock();
+            let a = LA.try_lock_for(Duration::from_secs(1)).expect("A is free");
+            assert_eq!(lockdep::held_count(), 2);
+            // Held by us: times out instead of deadlocking.
+            assert!(LA.try_lock_for(Duration::from_millis(1)).is_none());
+            assert_eq!(lockdep::held_count(), 2);
+            drop(a);
+        }
+        assert_eq!(lockdep::held_count(), 0);
+        // C under a timed hold of A: A -> C is recorded.
+        let a = LA
+            .try_lock_until(std::time::Instant::now() + Duration::from_secs(1))
+            .expect("A is free");
+        drop(LC.lock());
+        drop(a);
+    });
+    assert_eq!(r, None);
+    let report = on_thread("qspin-timed-inverse", || {
+        let _c = LC.lock();
+        let _a = LA.lock(); // closes C -> A -> C
+        unreachable!("lockdep must report before taking A");
+    })
+    .expect("C then A must be reported");
+    assert!(
+        report.contains("possible circular locking dependency"),
+        "{report}"
+    );
 }
 
 #[test]
@@ -202,4 +251,41 @@ fn percpu_recursive_reads_pass_and_inversions_are_reported() {
         }),
         None
     );
+}
+
+/// Timed reads, writes and upgradable reads of the rwlocks are try-locks to
+/// lockdep: taken under another lock they add no dependency into them, so
+/// the reverse order later is no inversion.
+#[test]
+fn rwlock_timed_ops_add_no_dependency_into_them() {
+    static S: LockClass = LockClass::new("timed-rw-S");
+    static Q: LockClass = LockClass::new("timed-rw-Q");
+    static P: LockClass = LockClass::new("timed-rw-P");
+    static LS: QSpinLock<u32> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&S)), 0);
+    static LQ: QRwLock<u32> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&Q)), 0);
+    let lp: PerCpuRwLock<u32> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&P)), 0);
+    let t = Duration::from_secs(1);
+    let r = on_thread("timed-rw", move || {
+        {
+            let _s = LS.lock();
+            drop(LQ.try_write_for(t).expect("free"));
+            drop(LQ.try_read_for(t).expect("free"));
+            drop(LQ.try_upgradable_read_for(t).expect("free"));
+            drop(lp.try_write_for(t).expect("free"));
+            drop(lp.try_read_for(t).expect("free"));
+            drop(lp.try_upgradable_read_for(t).expect("free"));
+            assert_eq!(lockdep::held_count(), 1);
+        }
+        {
+            let _q = LQ.write();
+            let _s = LS.lock();
+        }
+        {
+            let _p = lp.write();
+            let _s = LS.lock();
+        }
+        assert_eq!(lockdep::held_count(), 0);
+    });
+    assert_eq!(r, None);
 }

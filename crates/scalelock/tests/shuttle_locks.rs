@@ -206,6 +206,54 @@ fn qspinlock_twelve_threads_fair() {
     explore(8_000, 8_000, mutex_fair_queue_body::<RawQSpinLock>);
 }
 
+/// Eight threads, half of them timed (timeouts of zero to a few model
+/// clock steps, so they give up at random points: spinning, queued, as the
+/// word waiter), half releasing fairly: the counter counts exactly the
+/// acquisitions, and the lock ends free with nobody left in its word or
+/// queue.
+fn mutex_timed_body() {
+    let lock = Arc::new(Mutex::<RawQSpinLock, u64>::new(0));
+    let inside = Arc::new(Inside::new());
+    let done = Arc::new(AtomicU64::new(0));
+    {
+        let (lock, inside, done) = (lock.clone(), inside.clone(), done.clone());
+        spawn_join(8, move |i| {
+            for op in 0..3 {
+                let guard = if i % 2 == 0 {
+                    let timeout = std::time::Duration::from_nanos(((i + op) % 4) as u64 * 3_000);
+                    match lock.try_lock_for(timeout) {
+                        Some(g) => g,
+                        None => continue,
+                    }
+                } else {
+                    lock.lock()
+                };
+                let mut guard = guard;
+                inside.write(|| {
+                    let v = *guard;
+                    thread::yield_now();
+                    *guard = v + 1;
+                });
+                done.fetch_add(1, Ordering::SeqCst);
+                if i % 4 == 1 {
+                    MutexGuard::unlock_fair(guard);
+                }
+            }
+        });
+    }
+    let n = done.load(Ordering::SeqCst);
+    assert!(n >= 12, "the untimed threads always get the lock");
+    assert_eq!(*lock.lock(), n, "lost update");
+    // SAFETY: only reads the state word.
+    assert_eq!(unsafe { lock.raw() }.state(), (0, 0, 0), "left dirty");
+    assert!(lock.try_lock().is_some(), "free lock refuses try_lock");
+}
+
+#[test]
+fn qspinlock_timed_waiters_give_up() {
+    explore(2_000, 2_000, mutex_timed_body);
+}
+
 // ------------------------------------------------------------------ Condvar
 
 /// Three producers and three consumers of two items each through a

@@ -94,6 +94,36 @@ fn qspinlock_contended_acquisitions_wait_for_the_holder() {
     assert!(w.hold.max_ns >= hold_ns);
 }
 
+/// Timed acquisitions: one that gets the lock is counted like `lock` (an
+/// uncontended one as uncontended, one that waited as contended, with its
+/// wait); one that times out is counted contended but is no acquisition.
+#[test]
+fn qspinlock_timed_acquisitions() {
+    stats_setup();
+    static C: LockClass = LockClass::new("qspin-timed");
+    static L: QSpinLock<u64> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&C)), 0);
+    *L.try_lock_for(Duration::from_secs(1)).unwrap() += 1;
+    thread::scope(|s| {
+        let g = L.lock();
+        s.spawn(|| assert!(L.try_lock_for(Duration::from_millis(2)).is_none()))
+            .join()
+            .unwrap();
+        let waiter = s.spawn(|| *L.try_lock_for(Duration::from_secs(60)).unwrap() += 1);
+        wait_until("the timed waiter is contended", || {
+            contended("qspin-timed") == 2
+        });
+        drop(g);
+        waiter.join().unwrap();
+    });
+    let w = class_stats("qspin-timed").write;
+    // The first timed lock, ours, the waiter's.
+    assert_eq!(w.acquisitions, 3);
+    assert_eq!(w.contended, 2);
+    // Only the successful contended one records a wait.
+    assert_eq!(w.wait.count, 1);
+    assert_eq!(*L.lock(), 2);
+}
+
 /// A SeqLock's writer lock is a queued spinlock: a contended write counts
 /// once, under the SeqLock's class, not also as a QSpinLock acquisition.
 #[test]

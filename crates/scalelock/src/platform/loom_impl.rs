@@ -2,9 +2,16 @@
 //! (on a loom condition variable, re-checking the word under its mutex, which
 //! is the futex contract), so a lost wake-up shows up as a loom deadlock;
 //! `relax` yields to the model's scheduler; fences are SeqCst fences; a
-//! handful of queue nodes are handed out per model thread.
+//! handful of queue nodes are handed out per model thread. The clock reads 0,
+//! except in a model thread that started a ticking clock
+//! ([`LoomPlatform::start_ticking_clock`]): there each reading is one
+//! nanosecond later than the last, so a model can let a timed wait expire
+//! after a given number of clock readings.
 
-use super::Platform;
+use core::cell::Cell;
+use core::time::Duration;
+
+use super::{ClockInstant, Platform, TimedPlatform};
 use crate::qnode::{NodeIndex, QNode};
 use crate::sync::atomic::{AtomicU32, Ordering, fence};
 
@@ -26,6 +33,30 @@ loom::lazy_static! {
 loom::thread_local! {
     static MINE: core::cell::Cell<u16> = core::cell::Cell::new(0);
     static LOCAL: super::LocalState = super::LocalState::new();
+    static CLOCK: Cell<Option<u64>> = Cell::new(None);
+}
+
+impl LoomPlatform {
+    /// Model support: from now on, the calling model thread's clock reads
+    /// 1, 2, 3, ... (one nanosecond per reading); the other threads' clocks
+    /// stay at 0. A thread-local, not an atomic: it adds no state to the
+    /// model.
+    #[doc(hidden)]
+    pub fn start_ticking_clock() {
+        CLOCK.with(|c| c.set(Some(1)));
+    }
+}
+
+impl TimedPlatform for LoomPlatform {
+    type Instant = ClockInstant;
+
+    fn deadline_ns(deadline: &ClockInstant) -> u64 {
+        deadline.as_ns()
+    }
+
+    fn instant_after(timeout: Duration) -> Option<ClockInstant> {
+        ClockInstant::now::<Self>().checked_add(timeout)
+    }
 }
 
 // SAFETY: `wait` re-checks the word under the mutex that every `wake_*`
@@ -39,7 +70,13 @@ unsafe impl Platform for LoomPlatform {
         loom::thread::yield_now();
     }
     fn now_ns() -> u64 {
-        0
+        CLOCK.with(|c| match c.get() {
+            None => 0,
+            Some(t) => {
+                c.set(Some(t + 1));
+                t
+            }
+        })
     }
     fn sleep_ns(_: u64) {
         loom::thread::yield_now();

@@ -29,6 +29,11 @@
 //! - `light_fence`/`heavy_fence`: both `fence(SeqCst)` unless the kernel has an
 //!   IPI-based barrier; `now_ns`: a TSC read, or 0 if there is no clock
 //!   (batches are then bounded by a poll count alone).
+//! - [`TimedPlatform`], for timed acquisitions (`try_lock_for`,
+//!   `try_write_until`, ...): the instant type your callers pass (or
+//!   [`ClockInstant`], a `now_ns` reading) and how it maps onto `now_ns`.
+
+use core::time::Duration;
 
 use crate::qnode::{NodeIndex, QNode};
 use crate::sync::atomic::AtomicU32;
@@ -193,5 +198,64 @@ pub unsafe trait Platform: 'static {
         for i in 0..Self::reader_slot_bound() {
             f(i);
         }
+    }
+}
+
+/// A platform whose clock times lock acquisitions: what lock_api's timed
+/// traits (`RawMutexTimed`, `RawRwLockTimed`, `RawRwLockUpgradeTimed`) need on top
+/// of [`Platform`]. `StdPlatform` implements it with
+/// `std::time::Instant`, so `try_lock_until` takes the same instants as
+/// parking_lot's; a kernel names its own instant type, or uses
+/// [`ClockInstant`].
+///
+/// Timeouts are measured with [`Platform::now_ns`]. Where `now_ns` is a
+/// constant 0 (no clock), no nonzero timeout is ever seen to pass: a timed
+/// acquisition with a zero timeout (or a deadline at or before `now_ns`, 0)
+/// is one `try_lock`, and any other waits until it gets the lock, like
+/// `lock` (lock_api allows a failed attempt to return late, never early).
+/// That is why the clock-less [`SpinPlatform`] does not implement this
+/// trait.
+pub trait TimedPlatform: Platform {
+    /// The instant type of `try_lock_until`, `wait_until`, ...
+    type Instant;
+    /// The `now_ns` reading at which `deadline` is reached (at or before
+    /// `now_ns()` if it has passed); saturates at `u64::MAX`, which is
+    /// never reached.
+    fn deadline_ns(deadline: &Self::Instant) -> u64;
+    /// The instant `timeout` from now, or `None` if the instant type cannot
+    /// represent it (lock_api then waits without a timeout).
+    fn instant_after(timeout: Duration) -> Option<Self::Instant>;
+}
+
+/// An instant on a platform's [`Platform::now_ns`] clock: the instant type
+/// for a [`TimedPlatform`] that has no other. Compare only instants of one
+/// platform's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClockInstant {
+    ns: u64,
+}
+
+impl ClockInstant {
+    /// The instant at `now_ns` reading `ns`.
+    pub const fn from_ns(ns: u64) -> Self {
+        Self { ns }
+    }
+
+    /// The `now_ns` reading of this instant.
+    pub const fn as_ns(self) -> u64 {
+        self.ns
+    }
+
+    /// Now, on `P`'s clock.
+    pub fn now<P: Platform>() -> Self {
+        Self { ns: P::now_ns() }
+    }
+
+    /// `self + d`, or `None` past `u64::MAX` nanoseconds.
+    pub fn checked_add(self, d: Duration) -> Option<Self> {
+        let d = u64::try_from(d.as_nanos()).ok()?;
+        Some(Self {
+            ns: self.ns.checked_add(d)?,
+        })
     }
 }

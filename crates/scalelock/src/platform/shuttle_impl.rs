@@ -33,7 +33,7 @@ use core::sync::atomic::AtomicU64 as ClockWord;
 use shuttle::rand::RngCore;
 use shuttle::sync::{Condvar, Mutex};
 
-use super::Platform;
+use super::{ClockInstant, Platform, TimedPlatform};
 use crate::qnode::{NodeIndex, QNode};
 use crate::sync::atomic::{AtomicU32, Ordering};
 
@@ -69,6 +69,21 @@ crate::sync::model_thread_local! {
 fn advance(ns: u64) -> u64 {
     // Relaxed: model threads run one at a time on one OS thread.
     CLOCK.fetch_add(ns, core::sync::atomic::Ordering::Relaxed) + ns
+}
+
+/// Timed acquisitions on the model clock (`now_ns`), which moves by a
+/// random step at each reading: deadlines pass at random points of the
+/// schedule.
+impl TimedPlatform for ShuttlePlatform {
+    type Instant = ClockInstant;
+
+    fn deadline_ns(deadline: &ClockInstant) -> u64 {
+        deadline.as_ns()
+    }
+
+    fn instant_after(timeout: core::time::Duration) -> Option<ClockInstant> {
+        ClockInstant::now::<Self>().checked_add(timeout)
+    }
 }
 
 // SAFETY: `wait` re-checks the word under the mutex that every `wake_*`

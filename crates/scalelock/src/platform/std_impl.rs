@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use super::Platform;
+use super::{Platform, TimedPlatform};
 use crate::qnode::{NodeIndex, QNode};
 use crate::sync::atomic::AtomicU32;
 
@@ -45,9 +45,7 @@ unsafe impl Platform for StdPlatform {
 
     #[inline]
     fn now_ns() -> u64 {
-        static BASE: OnceLock<Instant> = OnceLock::new();
-        let base = BASE.get_or_init(Instant::now);
-        base.elapsed().as_nanos() as u64
+        base().elapsed().as_nanos() as u64
     }
 
     #[inline]
@@ -162,6 +160,30 @@ unsafe impl Platform for StdPlatform {
     #[inline]
     fn reader_slots_in_use(f: impl FnMut(usize)) {
         crate::reader_table::thread_slot::in_use(f)
+    }
+}
+
+/// The instant `now_ns` counts from: the first reading in the process.
+#[inline]
+fn base() -> Instant {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    *BASE.get_or_init(Instant::now)
+}
+
+/// Timed acquisitions take `std::time::Instant`, as parking_lot's do.
+impl TimedPlatform for StdPlatform {
+    type Instant = Instant;
+
+    #[inline]
+    fn deadline_ns(deadline: &Instant) -> u64 {
+        // Instants before the base (possible: the caller may have read the
+        // clock first) are in the past: 0.
+        u64::try_from(deadline.saturating_duration_since(base()).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    #[inline]
+    fn instant_after(timeout: std::time::Duration) -> Option<Instant> {
+        Instant::now().checked_add(timeout)
     }
 }
 

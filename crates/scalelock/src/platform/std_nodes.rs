@@ -40,8 +40,8 @@ fn segment(seg: usize) -> &'static Segment {
         // Allocated zeroed straight on the heap: `Box::new([..; 256])` may
         // build the 32 KiB array on the caller's stack first (it does in
         // debug builds), and the caller may be a thread with a small stack.
-        // SAFETY: an all-zero `QNode` is `QNode::new()` (two `AtomicU32`s,
-        // `NODE_WAITING` = 0 and no successor), so the zeroed array is
+        // SAFETY: an all-zero `QNode` is `QNode::new()` (atomics only:
+        // `NODE_WAITING` = 0, no successor, no predecessor), so the zeroed array is
         // initialised.
         let fresh = Box::into_raw(unsafe { Box::<Segment>::new_zeroed().assume_init() });
         match TABLE[seg].compare_exchange(

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::platform::LoomPlatform;
+use crate::qnode::NODE_PARKED;
 use loom::sync::Arc;
 use loom::thread;
 

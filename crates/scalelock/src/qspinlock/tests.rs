@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use super::*;
+use crate::qnode::QNode;
 use crate::sync::atomic::AtomicU32;
 
 #[test]

@@ -66,15 +66,9 @@ impl QuietPoll {
     }
 
     /// Waits one interval and makes the next one longer: spun intervals
-    /// double up to `quiet_max_relaxes`, then each is a timed sleep
-    /// (doubling up to `quiet_max_sleep_ns`).
-    #[inline]
-    pub(crate) fn wait<P: Platform>(&mut self) {
-        self.wait_with::<P>(P::sleep_ns);
-    }
-
-    /// Like [`wait`](Self::wait), sleeping with `sleep(ns)` (a timed wait
-    /// that the awaited event may cut short).
+    /// double up to `quiet_max_relaxes`, then each is a timed sleep with
+    /// `sleep(ns)` (a timed wait that the awaited event may cut short),
+    /// doubling up to `quiet_max_sleep_ns`.
     #[inline]
     pub(crate) fn wait_with<P: Platform>(&mut self, sleep: impl FnOnce(u64)) {
         if self.relaxes > TUNING.quiet_max_relaxes {

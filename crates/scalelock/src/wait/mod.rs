@@ -15,6 +15,8 @@
 //!   waiting on the lock word (the *word waiter*) lets the running threads
 //!   keep the lock for a batch and then claims it; its clock, and when it
 //!   gives up waiting awake.
+//! - [`deadline`]: timeouts of the timed acquisitions, on the platform's
+//!   clock.
 //!
 //! The platform ([`crate::platform::Platform`]) provides only mechanisms:
 //! relax, yield, a clock, wait/wake on a word, fences, queue nodes, reader
@@ -22,9 +24,11 @@
 
 pub(crate) mod backoff;
 pub(crate) mod batch;
+pub(crate) mod deadline;
 pub(crate) mod parking;
 pub(crate) mod tuning;
 
 pub(crate) use self::backoff::{Backoff, QuietPoll};
 pub(crate) use self::batch::BatchClock;
+pub(crate) use self::deadline::Deadline;
 pub(crate) use self::tuning::TUNING;

@@ -99,6 +99,16 @@ pub(crate) fn park_timeout<P: Platform>(ticket: Ticket, timeout_ns: u64) {
     P::wait_timeout(&ticket.bucket.seq, ticket.seq, timeout_ns);
 }
 
+/// [`park`] (`timeout_ns == u64::MAX`) or [`park_timeout`].
+#[inline]
+pub(crate) fn park_for<P: Platform>(ticket: Ticket, timeout_ns: u64) {
+    if timeout_ns == u64::MAX {
+        park::<P>(ticket);
+    } else {
+        park_timeout::<P>(ticket, timeout_ns);
+    }
+}
+
 /// Wakes every thread sleeping on `addr`'s bucket. Call it after the state
 /// change the sleepers wait for.
 #[cold]
@@ -116,9 +126,14 @@ fn wake_bucket<P: Platform>(bucket: &'static Bucket) {
 /// Sleeps until a release of the lock at `addr` (or spuriously):
 /// announces the sleeper in the bucket, runs the heavy fence, and sleeps
 /// only if `still_held()` then. The lock's releases must call
-/// [`wake_after_release`] after their release store.
+/// [`wake_after_release`] after their release store. Returns after about
+/// `timeout_ns` at the latest (`u64::MAX`: no timeout).
 #[cold]
-pub(crate) fn sleep_until_released<P: Platform>(addr: usize, still_held: impl Fn() -> bool) {
+pub(crate) fn sleep_until_released<P: Platform>(
+    addr: usize,
+    still_held: impl Fn() -> bool,
+    timeout_ns: u64,
+) {
     let ticket = prepare(addr);
     // An RMW, Release: a releaser whose Acquire swap in `wake_released`
     // reads this (or a later announce, which continues its release
@@ -128,7 +143,7 @@ pub(crate) fn sleep_until_released<P: Platform>(addr: usize, still_held: impl Fn
     // we see its release below.
     P::heavy_fence();
     if still_held() {
-        park::<P>(ticket);
+        park_for::<P>(ticket, timeout_ns);
     }
 }
 
@@ -201,7 +216,11 @@ mod loom_models {
                 })
             };
             while locked.load(Ordering::Acquire) != 0 {
-                sleep_until_released::<LoomPlatform>(addr, || locked.load(Ordering::Relaxed) != 0);
+                sleep_until_released::<LoomPlatform>(
+                    addr,
+                    || locked.load(Ordering::Relaxed) != 0,
+                    u64::MAX,
+                );
             }
             releaser.join().unwrap();
         });
