@@ -115,18 +115,18 @@
 //! platform's clock (`Platform::now_ns`), report a timeout only once the
 //! clock has reached the deadline (never early), and re-lock with the
 //! untimed `lock`. On a platform without a clock (`now_ns` always 0) only a
-//! deadline of 0 ever passes. lock_api's `RawCondvarTimed` (`Condvar::
-//! wait_for`, `wait_until`) needs the mutex to be `RawMutexTimed`, which
-//! `RawQSpinLock` is not yet.
+//! deadline of 0 ever passes. They back lock_api's `RawCondvarTimed`, so
+//! [`Condvar::wait_for`](lock_api::Condvar::wait_for), `wait_until` and
+//! `wait_while_for` work with a [`QSpinLock`](crate::QSpinLock) guard.
 
 use core::marker::PhantomData;
 use core::ptr;
 use core::time::Duration;
 
-use lock_api::{RawCondvar, RawMutex};
+use lock_api::{RawCondvar, RawCondvarTimed, RawMutex};
 
 use crate::hook::Held;
-use crate::platform::{DefaultPlatform, Platform};
+use crate::platform::{DefaultPlatform, Platform, TimedPlatform};
 use crate::qspinlock::{QSpinCore, RawQSpinLock};
 use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use crate::wait::parking;
@@ -541,6 +541,42 @@ unsafe impl<P: Platform> RawCondvar for RawQCondvar<P> {
         self.list_lock.release(false);
         parking::unpark_all::<P>(addr);
         count
+    }
+}
+
+// SAFETY: `wait_until` and `wait_for` are `wait` with a deadline
+// (`wait_until_ns`): the same enqueue before the unlock, the same untimed
+// re-lock before returning, the same abort if it unwinds unlocked. A timeout
+// is reported only once `now_ns` has reached the deadline and the waiter
+// left the list unchosen (invariant 1): never early, and never for a waiter
+// that a notify counted.
+unsafe impl<P: TimedPlatform> RawCondvarTimed for RawQCondvar<P> {
+    #[inline]
+    fn checked_duration_to_instant(timeout: &Duration) -> Option<P::Instant> {
+        P::instant_after(*timeout)
+    }
+
+    #[inline]
+    unsafe fn wait_until(
+        &self,
+        mutex: &RawQSpinLock<P>,
+        guard: &mut Held,
+        timeout: &P::Instant,
+    ) -> bool {
+        // SAFETY: our caller's contract (lock_api's `RawCondvar::wait`) is
+        // `wait_until_ns`'s.
+        unsafe { self.wait_until_ns(mutex, guard, P::deadline_ns(timeout)) }
+    }
+
+    #[inline]
+    unsafe fn wait_for(
+        &self,
+        mutex: &RawQSpinLock<P>,
+        guard: &mut Held,
+        timeout: &Duration,
+    ) -> bool {
+        // SAFETY: as in `wait_until`; `wait_timeout` has the same contract.
+        unsafe { self.wait_timeout(mutex, guard, *timeout) }
     }
 }
 

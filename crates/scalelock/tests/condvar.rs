@@ -228,6 +228,47 @@ fn timed_waits_time_out_not_early() {
     assert_eq!(cv.waiters(), 0);
 }
 
+/// lock_api's timed waits on a `QSpinLock` guard (`RawCondvarTimed`):
+/// `wait_for` and `wait_until` time out not early, `wait_while_for` returns
+/// as soon as a notifier makes the condition false, and reports no timeout.
+#[test]
+fn lock_api_timed_waits_on_a_qspinlock_guard() {
+    let m = QSpinLock::new(false);
+    let cv = Condvar::new();
+    let mut g = m.lock();
+    for ms in [1, 10] {
+        let timeout = Duration::from_millis(ms);
+        let start = Instant::now();
+        assert!(cv.wait_for(&mut g, timeout).timed_out());
+        let took = start.elapsed();
+        assert!(took >= timeout, "wait_for returned after {took:?}");
+        assert!(took < timeout + Duration::from_secs(5), "took {took:?}");
+        let deadline = Instant::now() + timeout;
+        assert!(cv.wait_until(&mut g, deadline).timed_out());
+        assert!(Instant::now() >= deadline, "wait_until returned early");
+    }
+    drop(g);
+    let shared = Arc::new((m, cv));
+    let notifier = {
+        let shared = shared.clone();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(20));
+            *shared.0.lock() = true;
+            shared.1.notify_all();
+        })
+    };
+    let mut g = shared.0.lock();
+    let start = Instant::now();
+    let r = shared
+        .1
+        .wait_while_for(&mut g, |ready| !*ready, Duration::from_secs(30));
+    assert!(!r.timed_out(), "notified, yet timed out");
+    assert!(*g);
+    assert!(start.elapsed() < Duration::from_secs(20));
+    drop(g);
+    notifier.join().unwrap();
+}
+
 /// Timed waiters with tiny timeouts against a notifier: every waiter that
 /// `notify_one` or `notify_all` reports matches exactly one wait that
 /// reports a notification (a timed-out waiter is never counted, a notified one never
