@@ -2,7 +2,7 @@
 //! parking_lot (`mod before`), then on scalelock (`mod after`). Only the
 //! `use` line and the type names differ: `Mutex` → `QSpinLock`, `RwLock` →
 //! `QRwLock` (or `PerCpuRwLock` for read-mostly data), their guards
-//! likewise, `ReentrantMutex` stays. Both are lock_api types, so every
+//! likewise, `ReentrantMutex` and `Condvar` stay. Both are lock_api types, so every
 //! method call is unchanged.
 //!
 //! `cargo run -p scalelock --example migrate_from_parking_lot` runs both
@@ -16,9 +16,11 @@ pub mod before {
     use std::collections::HashMap;
     use std::sync::Arc;
     use std::thread;
+    use std::time::Duration;
 
     use parking_lot::{
-        Mutex, MutexGuard, ReentrantMutex, RwLock, RwLockUpgradableReadGuard, RwLockWriteGuard,
+        Condvar, Mutex, MutexGuard, ReentrantMutex, RwLock, RwLockUpgradableReadGuard,
+        RwLockWriteGuard,
     };
 
     /// Names shared by worker threads, a hit counter, and a journal that
@@ -27,6 +29,9 @@ pub mod before {
         names: RwLock<HashMap<u32, String>>,
         hits: Mutex<u64>,
         journal: ReentrantMutex<RefCell<Vec<String>>>,
+        /// Set once the registry is open; workers wait for it.
+        open: Mutex<bool>,
+        opened: Condvar,
     }
 
     impl Default for Registry {
@@ -35,6 +40,8 @@ pub mod before {
                 names: RwLock::new(HashMap::new()),
                 hits: Mutex::new(0),
                 journal: ReentrantMutex::new(RefCell::new(Vec::new())),
+                open: Mutex::new(false),
+                opened: Condvar::new(),
             }
         }
     }
@@ -87,6 +94,48 @@ pub mod before {
             }
         }
 
+        /// Opens the registry: wakes every thread waiting for it.
+        pub fn open(&self) {
+            *self.open.lock() = true;
+            self.opened.notify_all();
+        }
+
+        /// Waits until the registry is open, giving up after `patience`
+        /// without a wake-up; whether it is open.
+        pub fn wait_open(&self, patience: Duration) -> bool {
+            let mut open = self.open.lock();
+            while !*open {
+                if self.opened.wait_for(&mut open, patience).timed_out() {
+                    break;
+                }
+            }
+            *open
+        }
+
+        /// Counts a hit unless the counter stays busy for `patience`.
+        pub fn hit_within(&self, patience: Duration) -> bool {
+            match self.hits.try_lock_for(patience) {
+                Some(mut hits) => {
+                    *hits += 1;
+                    true
+                }
+                None => false,
+            }
+        }
+
+        /// Renames `id` unless the names stay busy for `patience`; hands
+        /// the write lock to the next waiter in line.
+        pub fn rename_within(&self, id: u32, name: &str, patience: Duration) -> bool {
+            match self.names.try_write_for(patience) {
+                Some(mut names) => {
+                    names.insert(id, name.to_owned());
+                    RwLockWriteGuard::unlock_fair(names);
+                    true
+                }
+                None => false,
+            }
+        }
+
         /// Names, hits, and the journal (sorted: threads interleave).
         pub fn summary(&self) -> (usize, u64, Vec<String>) {
             let journal = self.journal.lock();
@@ -113,6 +162,7 @@ pub mod before {
             .map(|w| {
                 let registry = registry.clone();
                 thread::spawn(move || {
+                    assert!(registry.wait_open(Duration::from_secs(30)), "never opened");
                     for i in 0..100 {
                         registry.intern(i % 10, &format!("name-{}", i % 10));
                         registry.hit();
@@ -122,9 +172,13 @@ pub mod before {
                     }
                     registry
                         .record_batch(&[format!("worker {w} start"), format!("worker {w} end")]);
+                    let patience = Duration::from_secs(10);
+                    assert!(registry.hit_within(patience), "hits busy for 10 s");
+                    assert!(registry.rename_within(w, &format!("worker-{w}"), patience));
                 })
             })
             .collect();
+        registry.open();
         for worker in workers {
             worker.join().unwrap();
         }
@@ -138,9 +192,10 @@ pub mod after {
     use std::collections::HashMap;
     use std::sync::Arc;
     use std::thread;
+    use std::time::Duration;
 
     use scalelock::{
-        QRwLock, QRwLockUpgradableReadGuard, QRwLockWriteGuard, QSpinLock, QSpinLockGuard,
+        Condvar, QRwLock, QRwLockUpgradableReadGuard, QRwLockWriteGuard, QSpinLock, QSpinLockGuard,
         ReentrantMutex,
     };
 
@@ -150,6 +205,9 @@ pub mod after {
         names: QRwLock<HashMap<u32, String>>,
         hits: QSpinLock<u64>,
         journal: ReentrantMutex<RefCell<Vec<String>>>,
+        /// Set once the registry is open; workers wait for it.
+        open: QSpinLock<bool>,
+        opened: Condvar,
     }
 
     impl Default for Registry {
@@ -158,6 +216,8 @@ pub mod after {
                 names: QRwLock::new(HashMap::new()),
                 hits: QSpinLock::new(0),
                 journal: ReentrantMutex::new(RefCell::new(Vec::new())),
+                open: QSpinLock::new(false),
+                opened: Condvar::new(),
             }
         }
     }
@@ -210,6 +270,48 @@ pub mod after {
             }
         }
 
+        /// Opens the registry: wakes every thread waiting for it.
+        pub fn open(&self) {
+            *self.open.lock() = true;
+            self.opened.notify_all();
+        }
+
+        /// Waits until the registry is open, giving up after `patience`
+        /// without a wake-up; whether it is open.
+        pub fn wait_open(&self, patience: Duration) -> bool {
+            let mut open = self.open.lock();
+            while !*open {
+                if self.opened.wait_for(&mut open, patience).timed_out() {
+                    break;
+                }
+            }
+            *open
+        }
+
+        /// Counts a hit unless the counter stays busy for `patience`.
+        pub fn hit_within(&self, patience: Duration) -> bool {
+            match self.hits.try_lock_for(patience) {
+                Some(mut hits) => {
+                    *hits += 1;
+                    true
+                }
+                None => false,
+            }
+        }
+
+        /// Renames `id` unless the names stay busy for `patience`; hands
+        /// the write lock to the next waiter in line.
+        pub fn rename_within(&self, id: u32, name: &str, patience: Duration) -> bool {
+            match self.names.try_write_for(patience) {
+                Some(mut names) => {
+                    names.insert(id, name.to_owned());
+                    QRwLockWriteGuard::unlock_fair(names);
+                    true
+                }
+                None => false,
+            }
+        }
+
         /// Names, hits, and the journal (sorted: threads interleave).
         pub fn summary(&self) -> (usize, u64, Vec<String>) {
             let journal = self.journal.lock();
@@ -236,6 +338,7 @@ pub mod after {
             .map(|w| {
                 let registry = registry.clone();
                 thread::spawn(move || {
+                    assert!(registry.wait_open(Duration::from_secs(30)), "never opened");
                     for i in 0..100 {
                         registry.intern(i % 10, &format!("name-{}", i % 10));
                         registry.hit();
@@ -245,9 +348,13 @@ pub mod after {
                     }
                     registry
                         .record_batch(&[format!("worker {w} start"), format!("worker {w} end")]);
+                    let patience = Duration::from_secs(10);
+                    assert!(registry.hit_within(patience), "hits busy for 10 s");
+                    assert!(registry.rename_within(w, &format!("worker-{w}"), patience));
                 })
             })
             .collect();
+        registry.open();
         for worker in workers {
             worker.join().unwrap();
         }
