@@ -57,6 +57,7 @@
 #![warn(missing_docs)]
 
 mod class;
+mod events;
 pub mod hook;
 #[cfg(feature = "lockdep")]
 pub mod lockdep;
