@@ -125,6 +125,7 @@ use core::time::Duration;
 
 use lock_api::{RawCondvar, RawCondvarTimed, RawMutex};
 
+use crate::events::Events;
 use crate::hook::Held;
 use crate::platform::{DefaultPlatform, Platform, TimedPlatform};
 use crate::qspinlock::{QSpinCore, RawQSpinLock};
@@ -316,7 +317,7 @@ impl<P: Platform> RawQCondvar<P> {
 
     /// Puts `me` at the tail of the list, checking the one-mutex rule.
     fn enqueue(&self, me: &Waiter, mutex: usize) {
-        self.list_lock.lock();
+        self.list_lock.lock(Events::NONE);
         let tail = self.tail.load(Ordering::Relaxed);
         if !tail.is_null() && self.mutex.load(Ordering::Relaxed) != mutex {
             self.list_lock.release(false);
@@ -382,7 +383,7 @@ impl<P: Platform> RawQCondvar<P> {
             }
             // The deadline passed: leave the list unless a notify chose us
             // meanwhile (WAITING is left only under the lock, invariant 1).
-            self.list_lock.lock();
+            self.list_lock.lock(Events::NONE);
             let listed = me.state.load(Ordering::Relaxed) == WAITING;
             if listed {
                 self.unlink(me);
@@ -424,7 +425,7 @@ impl<P: Platform> RawQCondvar<P> {
     /// tests and diagnostics.
     #[doc(hidden)]
     pub fn waiters(&self) -> usize {
-        self.list_lock.lock();
+        self.list_lock.lock(Events::NONE);
         let mut n = 0;
         let mut w = self.head.load(Ordering::Relaxed);
         while !w.is_null() {
@@ -484,7 +485,7 @@ unsafe impl<P: Platform> RawCondvar for RawQCondvar<P> {
         if self.head.load(Ordering::Relaxed).is_null() {
             return false;
         }
-        self.list_lock.lock();
+        self.list_lock.lock(Events::NONE);
         let w = self.head.load(Ordering::Relaxed);
         if w.is_null() {
             self.list_lock.release(false);
@@ -512,7 +513,7 @@ unsafe impl<P: Platform> RawCondvar for RawQCondvar<P> {
         if self.head.load(Ordering::Relaxed).is_null() {
             return 0;
         }
-        self.list_lock.lock();
+        self.list_lock.lock(Events::NONE);
         let first = self.head.load(Ordering::Relaxed);
         if first.is_null() {
             self.list_lock.release(false);

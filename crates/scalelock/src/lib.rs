@@ -90,6 +90,7 @@
 
 mod class;
 mod condvar;
+mod events;
 pub mod hook;
 #[cfg(feature = "lockdep")]
 pub mod lockdep;

@@ -173,6 +173,7 @@ use core::marker::PhantomData;
 use lock_api::{GuardNoSend, GuardSend, RawRwLock, RawRwLockDowngrade, RawRwLockUpgrade};
 
 use crate::class::{Access, ClassRef, LockKind};
+use crate::events::Events;
 use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qrwlock::QRwCore;
@@ -396,6 +397,13 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         hook::start(self.class, LockKind::PerCpuRwLock, self.addr(), access)
     }
 
+    /// Where the slow paths' events count (the underlying lock's and the
+    /// writer's slot waits): this lock's class.
+    #[inline]
+    fn events(&self) -> Events {
+        Events::of(self.class, LockKind::PerCpuRwLock)
+    }
+
     #[inline]
     fn try_acquired(&self, access: Access) -> Held {
         hook::try_acquired(self.class, LockKind::PerCpuRwLock, self.addr(), access)
@@ -510,7 +518,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return None;
         }
         match wait {
-            Some(contended) => self.inner.lock_shared_hooked(contended),
+            Some(contended) => self.inner.lock_shared_hooked(contended, self.events()),
             None => {
                 let _ = self.inner.try_lock_shared()?;
             }
@@ -589,7 +597,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if let Some(token) = self.try_lock_shared_fast(Some(&mut contended)) {
             return token;
         }
-        self.inner.lock_shared_hooked(contended);
+        self.inner.lock_shared_hooked(contended, self.events());
         self.enter_underlying(mine)
     }
 
@@ -707,7 +715,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let mut drained = true;
         P::reader_slots_in_use(|i| {
             if drained && let Some(slot) = table.slot(i) {
-                drained = wait_slot::<P>(slot, id, deadline);
+                drained = wait_slot::<P>(slot, id, deadline, self.events());
             }
         });
         if !drained {
@@ -878,8 +886,8 @@ fn wake_slot<P: Platform>(slot: &'static Slot) {
 /// the slot). A slow read recorded in a slot (`UNDERLYING`) is the
 /// underlying lock's business: it is not waited for here, and its unlock
 /// wakes nobody on the slot. False if the read is still there once
-/// `deadline` passed.
-fn wait_slot<P: Platform>(slot: &Slot, id: u64, deadline: Deadline) -> bool {
+/// `deadline` passed. Parks and wakes count for `ev`.
+fn wait_slot<P: Platform>(slot: &Slot, id: u64, deadline: Deadline, ev: Events) -> bool {
     let fast_read_of = |word: u64| word & (ID_MASK | UNDERLYING) == id;
     let mut backoff = Backoff::new();
     loop {
@@ -901,7 +909,11 @@ fn wait_slot<P: Platform>(slot: &Slot, id: u64, deadline: Deadline) -> bool {
         let ticket = park_prepare(slot.park_addr());
         // Acquire as above.
         if fast_read_of(slot.word().load(Ordering::Acquire)) {
+            ev.park();
             park_for::<P>(ticket, deadline.remaining_ns::<P>());
+            // Spurious: the read is still there (we wait again, or the
+            // deadline passed).
+            ev.wake(fast_read_of(slot.word().load(Ordering::Relaxed)));
         }
         slot.waiters().fetch_sub(1, Ordering::Relaxed);
     }
@@ -1002,9 +1014,10 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
     fn lock_exclusive(&self) -> PerCpuWriteToken {
         let mut p = self.start(Access::Write);
         if hook::COMPILED {
-            self.inner.lock_exclusive_hooked(|| p.contended());
+            self.inner
+                .lock_exclusive_hooked(|| p.contended(), self.events());
         } else {
-            self.inner.lock_exclusive_hooked(|| {});
+            self.inner.lock_exclusive_hooked(|| {}, self.events());
         }
         let next = self.revoke_and_decide();
         PerCpuWriteToken {
@@ -1180,9 +1193,10 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
         self.ensure_id();
         let mut p = self.start(Access::Write);
         if hook::COMPILED {
-            self.inner.lock_upgradable_hooked(|| p.contended());
+            self.inner
+                .lock_upgradable_hooked(|| p.contended(), self.events());
         } else {
-            self.inner.lock_upgradable_hooked(|| {});
+            self.inner.lock_upgradable_hooked(|| {}, self.events());
         }
         p.acquired()
     }
@@ -1207,8 +1221,10 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
         // readers still run would let one of them re-enable the bias after
         // our scan (a slow reader may set FAST once the inhibition window
         // is over), and fast readers would then share our write.
+        // (The core's `upgrade`, with our events.)
         // SAFETY: the guard came from `lock_upgradable` (caller's contract).
-        let _ = unsafe { self.inner.upgrade(PhantomData) };
+        let upgraded = unsafe { self.inner.upgrade_until(Deadline::NEVER, self.events()) };
+        debug_assert!(upgraded);
         PerCpuWriteToken {
             next: self.revoke_and_decide(),
             held: guard,

@@ -74,6 +74,11 @@ pub struct QNode {
     /// owner's wait is timed from then, not from when it woke up. Written by
     /// the predecessor before its `state` Release.
     pub(crate) since: AtomicU64,
+    /// Statistics only: the node's place in the order of arrival of its
+    /// queue (its predecessor's plus one, 1 with none; 0 until set), from
+    /// which a new queue head reads the queue's depth (`qspinlock/queue.rs`).
+    #[cfg(feature = "stats")]
+    pub(crate) seq: AtomicU32,
 }
 
 impl QNode {
@@ -85,6 +90,8 @@ impl QNode {
             next: AtomicU32::new(0),
             prev: AtomicU32::new(0),
             since: AtomicU64::new(0),
+            #[cfg(feature = "stats")]
+            seq: AtomicU32::new(0),
         }
     }
 
@@ -96,6 +103,8 @@ impl QNode {
             next: AtomicU32::new(0),
             prev: AtomicU32::new(0),
             since: AtomicU64::new(0),
+            #[cfg(feature = "stats")]
+            seq: AtomicU32::new(0),
         }
     }
 
@@ -106,6 +115,8 @@ impl QNode {
         self.state.store(NODE_WAITING, Ordering::Relaxed);
         self.next.store(0, Ordering::Relaxed);
         self.prev.store(0, Ordering::Relaxed);
+        #[cfg(feature = "stats")]
+        self.seq.store(0, Ordering::Relaxed);
     }
 }
 

@@ -196,6 +196,7 @@ use core::marker::PhantomData;
 use lock_api::{GuardSend, RawRwLock, RawRwLockDowngrade, RawRwLockUpgrade};
 
 use crate::class::{Access, ClassRef, LockKind};
+use crate::events::Events;
 use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qspinlock::QSpinCore;
@@ -353,7 +354,7 @@ impl<P: Platform> QRwCore<P> {
     /// (its users are gone), or `deadline` passed. Returns the last word
     /// seen, with `QUIET` (ours) still set.
     #[cold]
-    fn wait_batch(&self, free: impl Fn(u32) -> bool, deadline: Deadline) -> u32 {
+    fn wait_batch(&self, free: impl Fn(u32) -> bool, deadline: Deadline, ev: Events) -> u32 {
         debug_assert_eq!(self.cnts.load(Ordering::Relaxed) & QUIET, 0);
         let mut v = self.cnts.fetch_or(QUIET, Ordering::Relaxed) | QUIET;
         let mut batch = BatchClock::start::<P>();
@@ -368,10 +369,17 @@ impl<P: Platform> QRwCore<P> {
                     return v;
                 }
             }
-            if v & HANDOFF != 0
-                || batch.elapsed::<P>(TUNING.batch_ns, TUNING.batch_polls)
-                || deadline.passed::<P>()
-            {
+            if v & HANDOFF != 0 {
+                // A fair unlock ended the batch for us.
+                ev.handoff();
+                return v;
+            }
+            if batch.elapsed::<P>(TUNING.batch_ns, TUNING.batch_polls) {
+                // We end the batch: our caller claims the lock next.
+                ev.batch_end();
+                return v;
+            }
+            if deadline.passed::<P>() {
                 return v;
             }
             // Our ticket, before we look again: a fair unlock after it ends
@@ -395,7 +403,7 @@ impl<P: Platform> QRwCore<P> {
     /// Spins with backoff, then sleeps on the word with `PARKED` set. `None`
     /// once `deadline` passed (`PARKED` may be left set: it is ours).
     #[cold]
-    fn wait_word(&self, done: impl Fn(u32) -> bool, deadline: Deadline) -> Option<u32> {
+    fn wait_word(&self, done: impl Fn(u32) -> bool, deadline: Deadline, ev: Events) -> Option<u32> {
         let mut backoff = Backoff::new();
         loop {
             // Acquire pairs with the Release RMW that made `done` true.
@@ -420,7 +428,11 @@ impl<P: Platform> QRwCore<P> {
             {
                 continue;
             }
+            ev.park();
             deadline.wait::<P>(&self.cnts, v | PARKED);
+            // Spurious: not done yet (we sleep again, or the deadline
+            // passed).
+            ev.wake(!done(self.cnts.load(Ordering::Relaxed)));
         }
     }
 
@@ -429,12 +441,12 @@ impl<P: Platform> QRwCore<P> {
     /// `deadline` passed, with our increment still in the count and our
     /// `PARKED` cleared (the caller undoes the increment).
     #[inline]
-    fn wait_writer_exit(&self, old: u32, deadline: Deadline) -> bool {
+    fn wait_writer_exit(&self, old: u32, deadline: Deadline, ev: Events) -> bool {
         debug_assert_eq!(old & W_WAITING, 0, "W_WAITING needs wait_lock");
         if old & W_LOCKED == 0 {
             return true;
         }
-        let done = self.wait_word(|v| v & W_LOCKED == 0, deadline);
+        let done = self.wait_word(|v| v & W_LOCKED == 0, deadline, ev);
         if done.is_none_or(|v| v & PARKED != 0) {
             // We own PARKED (invariant 1) and are done sleeping.
             self.cnts.fetch_and(!PARKED, Ordering::Relaxed);
@@ -447,9 +459,9 @@ impl<P: Platform> QRwCore<P> {
     /// take `W_LOCKED` (clearing `W_WAITING`, `PARKED` and `own`). False
     /// once `deadline` passed: `W_WAITING` and `PARKED` (ours) are cleared
     /// again, `own` stays.
-    fn take_from_waiting(&self, own: u32, deadline: Deadline) -> bool {
+    fn take_from_waiting(&self, own: u32, deadline: Deadline, ev: Events) -> bool {
         loop {
-            let Some(v) = self.wait_word(|v| v & !PARKED == W_WAITING | own, deadline) else {
+            let Some(v) = self.wait_word(|v| v & !PARKED == W_WAITING | own, deadline, ev) else {
                 // Only we (the wait_lock holder) set or clear them.
                 self.cnts
                     .fetch_and(!(W_WAITING | PARKED), Ordering::Relaxed);
@@ -500,8 +512,8 @@ impl<P: Platform> QRwCore<P> {
     }
 
     #[cold]
-    fn lock_shared_slow(&self, old: u32) {
-        let acquired = self.lock_shared_contended(old, Deadline::NEVER);
+    fn lock_shared_slow(&self, old: u32, ev: Events) {
+        let acquired = self.lock_shared_contended(old, Deadline::NEVER, ev);
         debug_assert!(acquired);
     }
 
@@ -509,7 +521,7 @@ impl<P: Platform> QRwCore<P> {
     /// count. True holding a read lock; false once `deadline` passed, with
     /// nothing of ours left in the lock.
     #[inline]
-    fn lock_shared_contended(&self, old: u32, deadline: Deadline) -> bool {
+    fn lock_shared_contended(&self, old: u32, deadline: Deadline, ev: Events) -> bool {
         if old & (W_MASK | READER_OVERFLOW | HANDOFF) == 0 {
             // Only QUIET: we hold the read lock, past a waiter, in its batch.
             return true;
@@ -521,14 +533,14 @@ impl<P: Platform> QRwCore<P> {
         // A writer holds or waits, or a fair unlock handed the lock to the
         // waiter: undo, and queue behind everyone waiting.
         self.reader_leave();
-        if !self.lock_wait_lock(deadline) {
+        if !self.lock_wait_lock(deadline, ev) {
             return false;
         }
         // Let the running threads finish their batch; then join the count
         // and drop QUIET and HANDOFF in one RMW. Acquire pairs with the last
         // writer's Release unlock (when it is already gone); otherwise
         // `wait_writer_exit` acquires.
-        let mut v = self.wait_batch(|v| v & W_LOCKED == 0, deadline);
+        let mut v = self.wait_batch(|v| v & W_LOCKED == 0, deadline, ev);
         let old = loop {
             let (new, leaving) = if v & W_LOCKED != 0 && deadline.passed::<P>() {
                 // Out of time with a writer inside: leave, dropping our
@@ -557,7 +569,7 @@ impl<P: Platform> QRwCore<P> {
             self.reader_leave();
             reader_overflow();
         }
-        let acquired = self.wait_writer_exit(old, deadline);
+        let acquired = self.wait_writer_exit(old, deadline, ev);
         self.wait_lock.release(false);
         if !acquired {
             // Out of time: our increment goes (after `wait_lock`, as above).
@@ -566,21 +578,23 @@ impl<P: Platform> QRwCore<P> {
         acquired
     }
 
-    /// Takes `wait_lock`, by `deadline` at the latest (false: not taken).
+    /// Takes `wait_lock`, by `deadline` at the latest (false: not taken);
+    /// its slow-path events count for `ev`, ours.
     #[inline]
-    fn lock_wait_lock(&self, deadline: Deadline) -> bool {
+    fn lock_wait_lock(&self, deadline: Deadline, ev: Events) -> bool {
         if deadline.is_never() {
-            self.wait_lock.lock();
+            self.wait_lock.lock(ev);
             true
         } else {
-            self.wait_lock.lock_until(deadline)
+            self.wait_lock.lock_until(deadline, ev)
         }
     }
 
     /// The read fast path; `contended` is called if the read must wait
-    /// (statistics: [`RawQRwLock`] passes its hook, the core nothing).
+    /// (statistics: [`RawQRwLock`] passes its hook, the core nothing), and
+    /// the slow path's events count for `ev`.
     #[inline]
-    pub(crate) fn lock_shared_hooked(&self, contended: impl FnOnce()) {
+    pub(crate) fn lock_shared_hooked(&self, contended: impl FnOnce(), ev: Events) {
         // Acquire pairs with the Release unlock of the last writer.
         let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
         if old & (W_MASK | READER_OVERFLOW | QUIET) != 0 {
@@ -588,30 +602,30 @@ impl<P: Platform> QRwCore<P> {
             if old & (W_MASK | READER_OVERFLOW | HANDOFF) != 0 {
                 contended();
             }
-            self.lock_shared_slow(old);
+            self.lock_shared_slow(old, ev);
         }
     }
 
-    /// The write fast path; `contended` as in `lock_shared_hooked`.
+    /// The write fast path; `contended` and `ev` as in `lock_shared_hooked`.
     #[inline]
-    pub(crate) fn lock_exclusive_hooked(&self, contended: impl FnOnce()) {
+    pub(crate) fn lock_exclusive_hooked(&self, contended: impl FnOnce(), ev: Events) {
         // Acquire pairs with the previous holders' Release.
         if let Err(v) =
             self.cnts
                 .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
         {
-            self.lock_exclusive_slow(v, contended);
+            self.lock_exclusive_slow(v, contended, ev);
         }
     }
 
     /// The upgradable-read acquisition; `contended` as in
-    /// `lock_shared_hooked` (called if the queue lock is taken).
-    pub(crate) fn lock_upgradable_hooked(&self, contended: impl FnOnce()) {
+    /// `lock_shared_hooked` (called if the queue lock is taken), `ev` too.
+    pub(crate) fn lock_upgradable_hooked(&self, contended: impl FnOnce(), ev: Events) {
         if !self.wait_lock.try_lock_fast() {
             contended();
-            self.wait_lock.lock_slow();
+            self.wait_lock.lock_slow(ev);
         }
-        let acquired = self.join_as_upgradable(Deadline::NEVER);
+        let acquired = self.join_as_upgradable(Deadline::NEVER, ev);
         debug_assert!(acquired);
     }
 
@@ -619,10 +633,10 @@ impl<P: Platform> QRwCore<P> {
     /// leave. True holding the upgradable read; false once `deadline`
     /// passed, with `wait_lock` released and nothing of ours left.
     #[inline]
-    fn join_as_upgradable(&self, deadline: Deadline) -> bool {
+    fn join_as_upgradable(&self, deadline: Deadline, ev: Events) -> bool {
         // Acquire pairs with the last writer's Release unlock.
         let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
-        let acquired = old & READER_OVERFLOW == 0 && self.wait_writer_exit(old, deadline);
+        let acquired = old & READER_OVERFLOW == 0 && self.wait_writer_exit(old, deadline, ev);
         if acquired {
             return true;
         }
@@ -638,8 +652,8 @@ impl<P: Platform> QRwCore<P> {
     }
 
     #[cold]
-    fn lock_exclusive_slow(&self, v: u32, contended: impl FnOnce()) {
-        let acquired = self.lock_exclusive_contended(v, contended, Deadline::NEVER);
+    fn lock_exclusive_slow(&self, v: u32, contended: impl FnOnce(), ev: Events) {
+        let acquired = self.lock_exclusive_contended(v, contended, Deadline::NEVER, ev);
         debug_assert!(acquired);
     }
 
@@ -653,6 +667,7 @@ impl<P: Platform> QRwCore<P> {
         v: u32,
         contended: impl FnOnce(),
         deadline: Deadline,
+        ev: Events,
     ) -> bool {
         // Only a quiet waiter is there: its batch lasts, take the lock.
         if v == QUIET && self.try_lock_quiet() {
@@ -679,7 +694,7 @@ impl<P: Platform> QRwCore<P> {
                 return true;
             }
         }
-        if !self.lock_wait_lock(deadline) {
+        if !self.lock_wait_lock(deadline, ev) {
             return false;
         }
         // Let the running threads finish their batch. Then, in one RMW that
@@ -687,7 +702,7 @@ impl<P: Platform> QRwCore<P> {
         // W_WAITING (from here on newcomer readers queue behind us,
         // invariant 2) and wait for the holders to drain; out of time, just
         // leave.
-        let mut v = self.wait_batch(|v| v & !(QUIET | HANDOFF) == 0, deadline);
+        let mut v = self.wait_batch(|v| v & !(QUIET | HANDOFF) == 0, deadline, ev);
         let acquired = loop {
             let rest = v & !(QUIET | HANDOFF);
             let (new, outcome) = if rest == 0 {
@@ -702,7 +717,9 @@ impl<P: Platform> QRwCore<P> {
                 .cnts
                 .compare_exchange_weak(v, new, Ordering::Acquire, Ordering::Relaxed)
             {
-                Ok(_) => break outcome.unwrap_or_else(|| self.take_from_waiting(0, deadline)),
+                Ok(_) => {
+                    break outcome.unwrap_or_else(|| self.take_from_waiting(0, deadline, ev));
+                }
                 Err(now) => v = now,
             }
         };
@@ -774,7 +791,7 @@ unsafe impl<P: Platform> RawRwLock for QRwCore<P> {
 
     #[inline]
     fn lock_shared(&self) -> GuardSend {
-        self.lock_shared_hooked(|| {});
+        self.lock_shared_hooked(|| {}, Events::NONE);
         GuardSend::new()
     }
 
@@ -805,7 +822,7 @@ unsafe impl<P: Platform> RawRwLock for QRwCore<P> {
 
     #[inline]
     fn lock_exclusive(&self) -> GuardSend {
-        self.lock_exclusive_hooked(|| {});
+        self.lock_exclusive_hooked(|| {}, Events::NONE);
         GuardSend::new()
     }
 
@@ -915,7 +932,7 @@ unsafe impl<P: Platform> RawRwLockUpgrade for QRwCore<P> {
     type UpgradableGuard = WaitGuard<P>;
 
     fn lock_upgradable(&self) -> WaitGuard<P> {
-        self.lock_upgradable_hooked(|| {});
+        self.lock_upgradable_hooked(|| {}, Events::NONE);
         PhantomData
     }
 
@@ -943,7 +960,7 @@ unsafe impl<P: Platform> RawRwLockUpgrade for QRwCore<P> {
     unsafe fn upgrade(&self, guard: WaitGuard<P>) -> GuardSend {
         // Newcomer readers now queue (behind us, on wait_lock).
         self.cnts.fetch_or(W_WAITING, Ordering::Relaxed);
-        let upgraded = self.take_from_waiting(ONE_READER, Deadline::NEVER);
+        let upgraded = self.take_from_waiting(ONE_READER, Deadline::NEVER, Events::NONE);
         debug_assert!(upgraded);
         // An upgradable guard stands for the held `wait_lock`.
         let _ = guard;
@@ -1056,6 +1073,12 @@ impl<P: Platform> RawQRwLock<P> {
         hook::start(self.class, LockKind::QRwLock, self.addr(), access)
     }
 
+    /// Where the core's slow-path events count: this lock's class.
+    #[inline]
+    pub(crate) fn events(&self) -> Events {
+        Events::of(self.class, LockKind::QRwLock)
+    }
+
     #[inline]
     fn try_acquired(&self, access: Access) -> Held {
         hook::try_acquired(self.class, LockKind::QRwLock, self.addr(), access)
@@ -1097,9 +1120,10 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
         // Without the hooks, the core's own (empty) callback: the same code
         // as the core's, no reference to `p` passed into the slow path.
         if hook::COMPILED {
-            self.core.lock_shared_hooked(|| p.contended());
+            self.core
+                .lock_shared_hooked(|| p.contended(), self.events());
         } else {
-            self.core.lock_shared_hooked(|| {});
+            self.core.lock_shared_hooked(|| {}, self.events());
         }
         p.acquired()
     }
@@ -1125,9 +1149,10 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
         // Without the hooks, the core's own (empty) callback: the same code
         // as the core's, no reference to `p` passed into the slow path.
         if hook::COMPILED {
-            self.core.lock_exclusive_hooked(|| p.contended());
+            self.core
+                .lock_exclusive_hooked(|| p.contended(), self.events());
         } else {
-            self.core.lock_exclusive_hooked(|| {});
+            self.core.lock_exclusive_hooked(|| {}, self.events());
         }
         p.acquired()
     }
@@ -1184,9 +1209,10 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
         // Without the hooks, the core's own (empty) callback: the same code
         // as the core's, no reference to `p` passed into the slow path.
         if hook::COMPILED {
-            self.core.lock_upgradable_hooked(|| p.contended());
+            self.core
+                .lock_upgradable_hooked(|| p.contended(), self.events());
         } else {
-            self.core.lock_upgradable_hooked(|| {});
+            self.core.lock_upgradable_hooked(|| {}, self.events());
         }
         p.acquired()
     }
@@ -1205,8 +1231,10 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
     }
 
     unsafe fn upgrade(&self, guard: Held) -> Held {
+        // The core's `upgrade`, with our events.
         // SAFETY: we hold an upgradable read (caller's contract).
-        unsafe { self.core.upgrade(PhantomData) };
+        let upgraded = unsafe { self.core.upgrade_until(Deadline::NEVER, self.events()) };
+        debug_assert!(upgraded);
         guard
     }
 

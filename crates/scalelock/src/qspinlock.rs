@@ -195,6 +195,7 @@ use core::marker::PhantomData;
 use lock_api::{RawMutex, RawMutexFair};
 
 use crate::class::{Access, ClassRef, LockKind};
+use crate::events::Events;
 use crate::hook::{self, Held};
 
 use crate::platform::{DefaultPlatform, Platform};
@@ -281,16 +282,17 @@ impl<P: Platform> QSpinCore<P> {
         self.take(FREE)
     }
 
+    /// The contended paths of `lock`; `ev`: where their events count.
     #[cold]
-    pub(crate) fn lock_slow(&self) {
-        let acquired = self.lock_contended(Deadline::NEVER);
+    pub(crate) fn lock_slow(&self, ev: Events) {
+        let acquired = self.lock_contended(Deadline::NEVER, ev);
         debug_assert!(acquired);
     }
 
     /// The contended paths: true holding the lock, false once `deadline`
     /// passed (then nothing of ours is left in the lock).
     #[inline]
-    fn lock_contended(&self, deadline: Deadline) -> bool {
+    fn lock_contended(&self, deadline: Deadline, ev: Events) -> bool {
         // A thread that just handed the lock to the word waiter is still
         // running and would take it back whenever it finds it free between
         // the new holder's acquisitions: it queues at once instead.
@@ -298,11 +300,12 @@ impl<P: Platform> QSpinCore<P> {
             return true;
         }
         if self.try_become_pending() {
-            return self.wait_as_pending(None, None, deadline);
+            ev.pending_path();
+            return self.wait_as_pending(None, None, deadline, ev);
         }
         match P::queue_node() {
-            Some(index) => self.lock_queued(index, deadline),
-            None => self.lock_unqueued(deadline),
+            Some(index) => self.lock_queued(index, deadline, ev),
+            None => self.lock_unqueued(deadline, ev),
         }
     }
 
@@ -404,6 +407,7 @@ impl<P: Platform> QSpinCore<P> {
         mut queue: Option<NodeIndex>,
         since: Option<u64>,
         deadline: Deadline,
+        ev: Events,
     ) -> bool {
         let mut batch = match since {
             Some(t) => BatchClock::since(t),
@@ -419,7 +423,14 @@ impl<P: Platform> QSpinCore<P> {
             // (a fair unlock) ends our quiet sleep below.
             let ticket = parking::prepare(self.addr());
             let taken = match self.locked.load(Ordering::Relaxed) {
-                RESERVED => self.take(RESERVED),
+                // Reserved for us: handed over by a release.
+                RESERVED => {
+                    let taken = self.take(RESERVED);
+                    if taken {
+                        ev.handoff();
+                    }
+                    taken
+                }
                 // A free lock only once we claimed it: before that the
                 // running threads have their batch. (A lock seen free is
                 // often a running holder between two acquisitions, and
@@ -448,6 +459,7 @@ impl<P: Platform> QSpinCore<P> {
                     // Acquire cmpxchg.
                     None => {
                         self.flags.fetch_or(HANDOFF, Ordering::Relaxed);
+                        ev.batch_end();
                         claimed = Some(BatchClock::start::<P>());
                     }
                     // The holder runs its batch: wait quietly, off its line
@@ -469,7 +481,7 @@ impl<P: Platform> QSpinCore<P> {
                     // The holder keeps the lock although we claimed it: it
                     // is preempted (maybe by us, on its CPU) or sleeps.
                     // Sleep until a release.
-                    parking::sleep_until_released::<P>(self.addr(), || self.still_held(), left);
+                    self.sleep_until_released(left, ev);
                     *clock = BatchClock::start::<P>();
                 }
             }
@@ -543,13 +555,14 @@ impl<P: Platform> QSpinCore<P> {
     /// No queue node: poll; become the word waiter when there is no queue;
     /// take a reserved lock whose word waiter does not come; sleep until a
     /// release in between. False once `deadline` passed.
-    fn lock_unqueued(&self, deadline: Deadline) -> bool {
+    fn lock_unqueued(&self, deadline: Deadline, ev: Events) -> bool {
         loop {
             if self.spin_before_queueing() || self.try_lock_fast() {
                 return true;
             }
             if self.try_become_pending() {
-                return self.wait_as_pending(None, None, deadline);
+                ev.pending_path();
+                return self.wait_as_pending(None, None, deadline, ev);
             }
             if deadline.passed::<P>() {
                 return false;
@@ -561,11 +574,21 @@ impl<P: Platform> QSpinCore<P> {
                 }
                 backoff.snooze::<P>();
             }
-            parking::sleep_until_released::<P>(
-                self.addr(),
-                || self.still_held(),
-                deadline.remaining_ns::<P>(),
-            );
+            self.sleep_until_released(deadline.remaining_ns::<P>(), ev);
+        }
+    }
+
+    /// Sleeps until a release (see `parking::sleep_until_released`), for
+    /// at most `timeout_ns`; a sleep is a park, and a wake that finds the
+    /// lock still held is spurious.
+    fn sleep_until_released(&self, timeout_ns: u64, ev: Events) {
+        if parking::sleep_until_released::<P>(
+            self.addr(),
+            || self.still_held(),
+            || ev.park(),
+            timeout_ns,
+        ) {
+            ev.wake(self.still_held());
         }
     }
 
@@ -658,11 +681,11 @@ impl<P: Platform> QSpinCore<P> {
         )
     }
 
-    /// Takes the lock (no hooks).
+    /// Takes the lock (no acquisition hooks; slow-path events go to `ev`).
     #[inline]
-    pub(crate) fn lock(&self) {
+    pub(crate) fn lock(&self, ev: Events) {
         if !self.try_lock_fast() {
-            self.lock_slow();
+            self.lock_slow(ev);
         }
     }
 
@@ -739,6 +762,12 @@ impl<P: Platform> RawQSpinLock<P> {
         self as *const Self as usize
     }
 
+    /// Where the core's slow-path events count: this lock's class.
+    #[inline]
+    pub(crate) fn events(&self) -> Events {
+        Events::of(self.class, LockKind::QSpinLock)
+    }
+
     /// The state word, for diagnostics: (locked, flags, tail).
     #[doc(hidden)]
     pub fn state(&self) -> (u8, u8, u16) {
@@ -806,7 +835,7 @@ unsafe impl<P: Platform> RawMutex for RawQSpinLock<P> {
         let mut p = hook::start(self.class, LockKind::QSpinLock, self.addr(), Access::Write);
         if !self.core.try_lock_fast() {
             p.contended();
-            self.core.lock_slow();
+            self.core.lock_slow(self.events());
         }
         p.acquired()
     }

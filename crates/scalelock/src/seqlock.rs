@@ -71,6 +71,7 @@ use core::marker::PhantomData;
 use core::mem::{MaybeUninit, size_of};
 
 use crate::class::{Access, ClassRef, LockKind};
+use crate::events::Events;
 use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qspinlock::RawQSpinLock;
@@ -385,7 +386,10 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
         let mut p = hook::start(self.class(), LockKind::SeqLock, self.addr(), Access::Write);
         if !self.lock.core.try_lock_fast() {
             p.contended();
-            self.lock.core.lock_slow();
+            // The writer lock's events count for this SeqLock's class.
+            self.lock
+                .core
+                .lock_slow(Events::of(self.class(), LockKind::SeqLock));
         }
         SeqLockWriteGuard {
             lock: self,
@@ -408,7 +412,7 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// `lock` without statistics or lockdep (for locks built on this one).
     #[inline]
     pub(crate) fn lock_quiet(&self) -> SeqLockWriteGuard<'_, T, P> {
-        self.lock.core.lock();
+        self.lock.core.lock(Events::NONE);
         SeqLockWriteGuard {
             lock: self,
             held: Held::NONE,

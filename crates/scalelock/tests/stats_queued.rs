@@ -137,6 +137,12 @@ fn seqlock_writer_lock_is_not_counted_twice() {
         wait_until("the writer is contended", || {
             contended("qspin-nested-seq") == 1
         });
+        // The writer lock's slow-path events count for the SeqLock.
+        wait_until("the writer waits on the word", || {
+            stats::snapshot()
+                .class("qspin-nested-seq")
+                .is_some_and(|c| c.events.pending_path == 1)
+        });
         g.publish(1);
     });
     assert_eq!(S.read(), 2);
@@ -347,4 +353,143 @@ fn percpu_inhibited_read_waits_for_the_writer_contended() {
     assert!(st.events.fallback_reads >= 1, "{:?}", st.events);
     assert_eq!(st.events.fast_reads + st.events.fallback_reads, 2);
     assert_eq!((st.write.acquisitions, st.write.contended), (1, 0));
+}
+
+fn events(name: &str) -> stats::Events {
+    stats::snapshot()
+        .class(name)
+        .map(|c| c.events.clone())
+        .unwrap_or_default()
+}
+
+/// The tail of a queued spinlock's word (0: no queue).
+fn qspin_tail(l: &QSpinLock<u64>) -> u16 {
+    // SAFETY: only reads the raw lock's state word.
+    unsafe { l.raw() }.state().2
+}
+
+/// The slow-path events of a QSpinLock, step by step: the first waiter
+/// takes the pending path, ends our batch and parks on the word; two more
+/// queue (the second behind the first) and park on their nodes; our
+/// release hands the lock to the word waiter, whose successor then sees a
+/// queue two deep.
+#[test]
+fn qspinlock_slow_path_events() {
+    stats_setup();
+    static C: LockClass = LockClass::new("qspin-events");
+    static L: QSpinLock<u64> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&C)), 0);
+    thread::scope(|s| {
+        let g = L.lock();
+        s.spawn(|| *L.lock() += 1);
+        wait_until("the first waiter is the word waiter", || {
+            events("qspin-events").pending_path == 1
+        });
+        s.spawn(|| *L.lock() += 1);
+        wait_until("the second waiter is queued", || qspin_tail(&L) != 0);
+        let second = qspin_tail(&L);
+        s.spawn(|| *L.lock() += 1);
+        wait_until("the third waiter is queued", || {
+            let tail = qspin_tail(&L);
+            tail != 0 && tail != second
+        });
+        // The word waiter claims the lock once the batch is over; it and
+        // both queued waiters then sleep, as we keep holding.
+        wait_until("the batch is over and all three waiters sleep", || {
+            let e = events("qspin-events");
+            e.batch_ends >= 1 && e.parks >= 3
+        });
+        drop(g);
+    });
+    assert_eq!(*L.lock(), 3);
+
+    let e = class_stats("qspin-events").events;
+    // Only the first waiter found neither word waiter nor queue.
+    assert_eq!(e.pending_path, 1, "{e:?}");
+    // The second waiter, made word waiter, saw itself and the third.
+    assert_eq!(e.queue_depth_max, 2, "{e:?}");
+    // Our release reserved the lock for the claiming word waiter.
+    assert!(e.handoffs >= 1, "{e:?}");
+    assert!(e.batch_ends >= 1, "{e:?}");
+    // Every sleep ended (with a wake, spurious or not).
+    assert_eq!(e.wakes + e.spurious_wakes, e.parks, "{e:?}");
+}
+
+/// A fair unlock reserves the lock for the word waiter: a hand-off, batch
+/// or not.
+#[test]
+fn qspinlock_fair_unlock_hands_off() {
+    stats_setup();
+    static C: LockClass = LockClass::new("qspin-fair");
+    static L: QSpinLock<u64> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&C)), 0);
+    thread::scope(|s| {
+        let g = L.lock();
+        s.spawn(|| *L.lock() += 1);
+        wait_until("the waiter is the word waiter", || {
+            events("qspin-fair").pending_path == 1
+        });
+        scalelock::QSpinLockGuard::unlock_fair(g);
+    });
+    assert_eq!(*L.lock(), 1);
+    let e = class_stats("qspin-fair").events;
+    assert_eq!((e.pending_path, e.handoffs), (1, 1), "{e:?}");
+    assert_eq!(e.queue_depth_max, 0, "{e:?}");
+}
+
+/// QRwLock: a reader behind our write waits out the batch (ends it), then
+/// sleeps on the word until we unlock; a second writer behind the first
+/// waits on the queue lock, whose events count for the QRwLock's class.
+#[test]
+fn qrwlock_slow_path_events() {
+    stats_setup();
+    static C: LockClass = LockClass::new("qrw-events");
+    static L: QRwLock<u64> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&C)), 0);
+    thread::scope(|s| {
+        let mut g = L.write();
+        s.spawn(|| assert!(*L.read() >= 1));
+        wait_until("the reader ended the batch and sleeps", || {
+            let e = events("qrw-events");
+            e.batch_ends == 1 && e.parks == 1
+        });
+        // The reader holds the queue lock while it waits: a writer now
+        // becomes its word waiter.
+        s.spawn(|| *L.write() += 1);
+        wait_until("the writer waits on the queue lock", || {
+            events("qrw-events").pending_path == 1
+        });
+        *g = 1;
+    });
+    assert_eq!(*L.read(), 2);
+    let e = class_stats("qrw-events").events;
+    assert_eq!(e.pending_path, 1, "{e:?}");
+    assert!(e.batch_ends >= 1, "{e:?}");
+    assert!(e.parks >= 1, "{e:?}");
+    assert_eq!(e.wakes + e.spurious_wakes, e.parks, "{e:?}");
+}
+
+/// PerCpuRwLock: a writer revoking the bias parks on the slot of our fast
+/// read until we release it.
+#[test]
+fn percpu_writer_parks_on_a_fast_read() {
+    stats_setup();
+    static C: LockClass = LockClass::new("percpu-events");
+    static L: PerCpuRwLock<u64> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&C)), 0);
+    // The first read assigns the lock's id; the next one is fast.
+    assert_eq!(*L.read(), 0);
+    let fast = events("percpu-events").fast_reads;
+    thread::scope(|s| {
+        let r = L.read();
+        assert_eq!(events("percpu-events").fast_reads, fast + 1);
+        s.spawn(|| *L.write() += 1);
+        wait_until("the writer sleeps on our slot", || {
+            events("percpu-events").parks >= 1
+        });
+        drop(r);
+    });
+    assert_eq!(*L.read(), 1);
+    let e = class_stats("percpu-events").events;
+    assert!(e.parks >= 1, "{e:?}");
+    assert_eq!(e.wakes + e.spurious_wakes, e.parks, "{e:?}");
+    // The writer did not wait for the underlying lock.
+    assert_eq!(class_stats("percpu-events").write.contended, 0);
 }

@@ -82,7 +82,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if let Some(token) = self.try_lock_shared_fast(NO_WAIT) {
             return Some(token);
         }
-        if !self.inner.lock_shared_until(contended, || deadline) {
+        if !self
+            .inner
+            .lock_shared_until(contended, || deadline, self.events())
+        {
             return None;
         }
         Some(self.enter_underlying(mine))
@@ -95,9 +98,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let lazy = LazyDeadline::new(deadline);
         let locked = if hook::COMPILED {
             self.inner
-                .lock_exclusive_until(|| p.contended(), || lazy.get())
+                .lock_exclusive_until(|| p.contended(), || lazy.get(), self.events())
         } else {
-            self.inner.lock_exclusive_until(|| {}, || lazy.get())
+            self.inner
+                .lock_exclusive_until(|| {}, || lazy.get(), self.events())
         };
         if !locked {
             p.timed_out();
@@ -122,7 +126,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     fn upgradable_timed(&self, deadline: Deadline) -> Option<Held> {
         self.ensure_id();
         let mut p = self.start_timed(Access::Write);
-        if self.inner.lock_upgradable_until(|| p.contended(), deadline) {
+        if self
+            .inner
+            .lock_upgradable_until(|| p.contended(), deadline, self.events())
+        {
             Some(p.acquired())
         } else {
             p.timed_out();
@@ -143,7 +150,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // As in `upgrade`: the underlying lock first (keeping its queue
         // lock, so that we can step back), then the revocation.
         // SAFETY: we hold an upgradable read (caller's contract).
-        if !unsafe { self.inner.upgrade_until_keeping_queue(deadline) } {
+        if !unsafe {
+            self.inner
+                .upgrade_until_keeping_queue(deadline, self.events())
+        } {
             return Err(guard);
         }
         match self.revoke_and_decide_until(deadline) {

@@ -11,6 +11,7 @@ use lock_api::{
 };
 
 use crate::class::{Access, LockKind};
+use crate::events::Events;
 use crate::hook::{self, Held, Pending};
 use crate::platform::{Platform, TimedPlatform};
 use crate::sync::atomic::Ordering;
@@ -30,6 +31,7 @@ impl<P: Platform> QRwCore<P> {
         &self,
         contended: impl FnOnce(),
         deadline: impl FnOnce() -> Deadline,
+        ev: Events,
     ) -> bool {
         // Acquire pairs with the Release unlock of the last writer.
         let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
@@ -39,12 +41,12 @@ impl<P: Platform> QRwCore<P> {
         if old & (W_MASK | READER_OVERFLOW | HANDOFF) != 0 {
             contended();
         }
-        self.lock_shared_timed(old, deadline())
+        self.lock_shared_timed(old, deadline(), ev)
     }
 
     #[cold]
-    fn lock_shared_timed(&self, old: u32, deadline: Deadline) -> bool {
-        self.lock_shared_contended(old, deadline)
+    fn lock_shared_timed(&self, old: u32, deadline: Deadline, ev: Events) -> bool {
+        self.lock_shared_contended(old, deadline, ev)
     }
 
     /// The write lock by `deadline` (computed only if the fast path fails).
@@ -53,6 +55,7 @@ impl<P: Platform> QRwCore<P> {
         &self,
         contended: impl FnOnce(),
         deadline: impl FnOnce() -> Deadline,
+        ev: Events,
     ) -> bool {
         // Acquire pairs with the previous holders' Release.
         match self
@@ -60,13 +63,19 @@ impl<P: Platform> QRwCore<P> {
             .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
         {
             Ok(_) => true,
-            Err(v) => self.lock_exclusive_timed(v, contended, deadline()),
+            Err(v) => self.lock_exclusive_timed(v, contended, deadline(), ev),
         }
     }
 
     #[cold]
-    fn lock_exclusive_timed(&self, v: u32, contended: impl FnOnce(), deadline: Deadline) -> bool {
-        self.lock_exclusive_contended(v, contended, deadline)
+    fn lock_exclusive_timed(
+        &self,
+        v: u32,
+        contended: impl FnOnce(),
+        deadline: Deadline,
+        ev: Events,
+    ) -> bool {
+        self.lock_exclusive_contended(v, contended, deadline, ev)
     }
 
     /// An upgradable read by `deadline`; `contended` is called if the queue
@@ -75,14 +84,15 @@ impl<P: Platform> QRwCore<P> {
         &self,
         contended: impl FnOnce(),
         deadline: Deadline,
+        ev: Events,
     ) -> bool {
         if !self.wait_lock.try_lock_fast() {
             contended();
-            if !self.wait_lock.lock_slow_until(deadline) {
+            if !self.wait_lock.lock_slow_until(deadline, ev) {
                 return false;
             }
         }
-        self.join_as_upgradable(deadline)
+        self.join_as_upgradable(deadline, ev)
     }
 
     /// Upgrades by `deadline`; on failure the upgradable read is still
@@ -90,9 +100,9 @@ impl<P: Platform> QRwCore<P> {
     ///
     /// # Safety
     /// The caller holds an upgradable read of this lock.
-    pub(crate) unsafe fn upgrade_until(&self, deadline: Deadline) -> bool {
+    pub(crate) unsafe fn upgrade_until(&self, deadline: Deadline, ev: Events) -> bool {
         // SAFETY: the caller's contract is ours.
-        if !unsafe { self.upgrade_until_keeping_queue(deadline) } {
+        if !unsafe { self.upgrade_until_keeping_queue(deadline, ev) } {
             return false;
         }
         // The upgradable read's `wait_lock` (caller's contract).
@@ -106,12 +116,16 @@ impl<P: Platform> QRwCore<P> {
     ///
     /// # Safety
     /// The caller holds an upgradable read of this lock.
-    pub(crate) unsafe fn upgrade_until_keeping_queue(&self, deadline: Deadline) -> bool {
+    pub(crate) unsafe fn upgrade_until_keeping_queue(
+        &self,
+        deadline: Deadline,
+        ev: Events,
+    ) -> bool {
         // Newcomer readers now queue (behind us, on wait_lock).
         self.cnts.fetch_or(W_WAITING, Ordering::Relaxed);
         // False: W_WAITING and our PARKED are gone again; our reader count
         // and `wait_lock` stay: still the upgradable reader.
-        self.take_from_waiting(ONE_READER, deadline)
+        self.take_from_waiting(ONE_READER, deadline, ev)
     }
 
     /// Releases an upgradable read fairly: `wait_lock` to the next queued
@@ -151,9 +165,10 @@ impl<P: Platform> RawQRwLock<P> {
     fn read_timed(&self, deadline: impl FnOnce() -> Deadline) -> Option<Held> {
         let mut p = self.start_timed(Access::Read);
         let acquired = if hook::COMPILED {
-            self.core.lock_shared_until(|| p.contended(), deadline)
+            self.core
+                .lock_shared_until(|| p.contended(), deadline, self.events())
         } else {
-            self.core.lock_shared_until(|| {}, deadline)
+            self.core.lock_shared_until(|| {}, deadline, self.events())
         };
         timed_end(p, acquired)
     }
@@ -163,9 +178,11 @@ impl<P: Platform> RawQRwLock<P> {
     fn write_timed(&self, deadline: impl FnOnce() -> Deadline) -> Option<Held> {
         let mut p = self.start_timed(Access::Write);
         let acquired = if hook::COMPILED {
-            self.core.lock_exclusive_until(|| p.contended(), deadline)
+            self.core
+                .lock_exclusive_until(|| p.contended(), deadline, self.events())
         } else {
-            self.core.lock_exclusive_until(|| {}, deadline)
+            self.core
+                .lock_exclusive_until(|| {}, deadline, self.events())
         };
         timed_end(p, acquired)
     }
@@ -173,7 +190,9 @@ impl<P: Platform> RawQRwLock<P> {
     /// As `read_timed`, for an upgradable read (a write to the hooks).
     fn upgradable_timed(&self, deadline: Deadline) -> Option<Held> {
         let mut p = self.start_timed(Access::Write);
-        let acquired = self.core.lock_upgradable_until(|| p.contended(), deadline);
+        let acquired = self
+            .core
+            .lock_upgradable_until(|| p.contended(), deadline, self.events());
         timed_end(p, acquired)
     }
 }
@@ -231,7 +250,10 @@ unsafe impl<P: TimedPlatform> RawRwLockUpgradeTimed for RawQRwLock<P> {
 
     unsafe fn try_upgrade_for(&self, guard: Held, timeout: Duration) -> Result<Held, Held> {
         // SAFETY: we hold an upgradable read (caller's contract).
-        if unsafe { self.core.upgrade_until(Deadline::after::<P>(timeout)) } {
+        if unsafe {
+            self.core
+                .upgrade_until(Deadline::after::<P>(timeout), self.events())
+        } {
             Ok(guard)
         } else {
             Err(guard)
@@ -241,7 +263,7 @@ unsafe impl<P: TimedPlatform> RawRwLockUpgradeTimed for RawQRwLock<P> {
     unsafe fn try_upgrade_until(&self, guard: Held, timeout: P::Instant) -> Result<Held, Held> {
         let deadline = Deadline::at(P::deadline_ns(&timeout));
         // SAFETY: we hold an upgradable read (caller's contract).
-        if unsafe { self.core.upgrade_until(deadline) } {
+        if unsafe { self.core.upgrade_until(deadline, self.events()) } {
             Ok(guard)
         } else {
             Err(guard)

@@ -39,6 +39,7 @@
 //! X's successor instead (C), and a first waiter that leaves makes its
 //! successor first.
 
+use crate::events::Events;
 use crate::platform::Platform;
 use crate::qnode::{NODE_FIRST, NODE_HEAD, NODE_PARKED, NODE_WAITING, NodeIndex};
 use crate::sync::atomic::Ordering;
@@ -55,12 +56,22 @@ fn index_of(raw: u32) -> Option<NodeIndex> {
 impl<P: Platform> QSpinCore<P> {
     /// MCS queueing with node `index`; true holding the lock, false once
     /// `deadline` passed (our node out of the queue, nothing of ours left).
-    pub(super) fn lock_queued(&self, index: NodeIndex, deadline: Deadline) -> bool {
+    pub(super) fn lock_queued(&self, index: NodeIndex, deadline: Deadline, ev: Events) -> bool {
         let node = P::node(index);
         node.reset();
         // AcqRel: Release publishes the reset above to our successor, Acquire
         // makes the predecessor's node (named by the old tail) valid to us.
         let prev = self.tail.swap(index.get(), Ordering::AcqRel);
+        #[cfg(feature = "stats")]
+        if ev.counted() {
+            // Our place in the order of arrival (see `report_queue_depth`).
+            // Relaxed: a statistic; a predecessor that has not stored its
+            // own yet (0) makes us 1, an undercount.
+            let seq = NodeIndex::new(prev).map_or(1, |prev| {
+                P::node(prev).seq.load(Ordering::Relaxed).wrapping_add(1)
+            });
+            node.seq.store(seq, Ordering::Relaxed);
+        }
         let signal = match NodeIndex::new(prev) {
             Some(prev) => {
                 // Before the link: once linked, a predecessor that gives up
@@ -69,7 +80,7 @@ impl<P: Platform> QSpinCore<P> {
                 // Release pairs with the predecessor's Acquire take of the
                 // link: our reset precedes its writes into our node.
                 Self::link(prev, index);
-                match self.wait_in_queue(index, deadline) {
+                match self.wait_in_queue(index, deadline, ev) {
                     Some(signal) => signal,
                     None => return false,
                 }
@@ -77,35 +88,76 @@ impl<P: Platform> QSpinCore<P> {
             // No predecessor: the word waiter (if any) never queued.
             None => NODE_FIRST,
         };
-        self.lock_from_queue(index, signal, deadline)
+        self.lock_from_queue(index, signal, deadline, ev)
     }
 
     /// Goes on from a queue signal: `NODE_HEAD` (the predecessor made us
     /// head and word waiter, with `PENDING`) or `NODE_FIRST` (first in the
     /// queue: take `PENDING` when the word waiter is done). Then waits as
     /// the word waiter.
-    fn lock_from_queue(&self, index: NodeIndex, signal: u32, deadline: Deadline) -> bool {
+    fn lock_from_queue(
+        &self,
+        index: NodeIndex,
+        signal: u32,
+        deadline: Deadline,
+        ev: Events,
+    ) -> bool {
         let since = if signal == NODE_HEAD {
             // Written before the predecessor's Release signal, which our
             // Acquire load of the state saw.
             Some(P::node(index).since.load(Ordering::Relaxed))
         } else {
-            if !self.become_pending_as_head(deadline) {
+            if !self.become_pending_as_head(deadline, ev) {
                 // Nobody signals a first waiter: leave from here.
                 self.leave_queue(index, None);
                 return false;
             }
             None
         };
+        #[cfg(feature = "stats")]
+        self.report_queue_depth(index, ev);
         let queue = self.settle_successor(index).then_some(index);
-        self.wait_as_pending(queue, since, deadline)
+        self.wait_as_pending(queue, since, deadline, ev)
+    }
+
+    /// Statistics: a new queue head (we, `index`, own `PENDING`) reports
+    /// the queue's depth, itself included: the tail's place in the order of
+    /// arrival minus ours, plus one. Every head reports once, so the
+    /// class's maximum is the deepest queue a head saw. Approximate: a
+    /// waiter that gave up (a timed one) still counts until the queue
+    /// empties, and one that has not stored its place yet is missed.
+    #[cfg(feature = "stats")]
+    #[cold]
+    fn report_queue_depth(&self, index: NodeIndex, ev: Events) {
+        if !ev.counted() {
+            return;
+        }
+        let mine = P::node(index).seq.load(Ordering::Relaxed);
+        // Acquire pairs with the AcqRel tail swap of the node it names (or
+        // the tail RMWs after it): that node's reset (`seq` 0) precedes
+        // our load of its `seq`, so we read 0 or its place in this queue,
+        // never one from an earlier wait.
+        let depth = match NodeIndex::new(self.tail.load(Ordering::Acquire)) {
+            Some(tail) if tail != index => {
+                let last = P::node(tail).seq.load(Ordering::Relaxed);
+                if mine == 0 || last == 0 {
+                    return;
+                }
+                last.wrapping_sub(mine).wrapping_add(1)
+            }
+            _ => 1,
+        };
+        // A queue holds at most one node per index.
+        if depth <= u32::from(u16::MAX) {
+            ev.queue_depth(depth);
+        }
     }
 
     /// Spins on our own node until the predecessor signals us (`NODE_HEAD`
     /// or `NODE_FIRST`, returned); sleeps on it after `qs_node_spins`. Once
     /// `deadline` has passed, gives up: `None`, out of the queue (unless
     /// the signal comes first).
-    fn wait_in_queue(&self, index: NodeIndex, deadline: Deadline) -> Option<u32> {
+    fn wait_in_queue(&self, index: NodeIndex, deadline: Deadline, ev: Events) -> Option<u32> {
         let node = P::node(index);
         let mut spins = 0;
         loop {
@@ -118,7 +170,10 @@ impl<P: Platform> QSpinCore<P> {
                 return self.give_up_queued(index);
             }
             if state == NODE_PARKED {
+                ev.park();
                 deadline.wait::<P>(&node.state, NODE_PARKED);
+                // Spurious: not signalled yet (or the deadline passed).
+                ev.wake(node.state.load(Ordering::Relaxed) == NODE_PARKED);
             } else if spins < TUNING.qs_node_spins {
                 spins += 1;
                 P::relax();
@@ -305,7 +360,7 @@ impl<P: Platform> QSpinCore<P> {
     /// is done: polls, then sleeps until the word waiter's acquiring (or
     /// giving-up) RMW wakes it. False once `deadline` passed, without
     /// `PENDING`.
-    pub(super) fn become_pending_as_head(&self, deadline: Deadline) -> bool {
+    pub(super) fn become_pending_as_head(&self, deadline: Deadline, ev: Events) -> bool {
         let mut backoff = Backoff::new();
         loop {
             let flags = self.flags.load(Ordering::Relaxed);
@@ -341,7 +396,10 @@ impl<P: Platform> QSpinCore<P> {
             // Acquire: our ticket precedes its wake.
             let old = self.flags.fetch_or(HEAD_PARKED, Ordering::Release);
             if old & PENDING != 0 {
+                ev.park();
                 parking::park_for::<P>(ticket, deadline.remaining_ns::<P>());
+                // Spurious: the word waiter is still there.
+                ev.wake(self.flags.load(Ordering::Relaxed) & PENDING != 0);
             }
             backoff = Backoff::new();
         }

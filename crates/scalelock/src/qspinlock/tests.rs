@@ -57,7 +57,7 @@ fn releases_reserve_only_for_a_word_waiter() {
         // The lock word alone: the hooks have nothing to do with it, and a
         // try-lock left held here would stay on lockdep's held stack.
         let raw: QSpinCore = QSpinCore::new();
-        raw.lock();
+        raw.lock(crate::events::Events::NONE);
         raw.flags.store(flags, Ordering::Relaxed);
         raw.release(fair);
         assert_eq!(

@@ -6,6 +6,7 @@ use core::time::Duration;
 use lock_api::RawMutexTimed;
 
 use crate::class::{Access, LockKind};
+use crate::events::Events;
 use crate::hook::{self, Held};
 use crate::platform::{Platform, TimedPlatform};
 use crate::wait::Deadline;
@@ -16,17 +17,17 @@ impl<P: Platform> QSpinCore<P> {
     /// The contended paths of a timed acquisition (after a failed fast
     /// path): true holding the lock, false once `deadline` passed, with
     /// nothing of ours left in the lock. An expired deadline (a zero
-    /// timeout) makes it a failed `try_lock`.
+    /// timeout) makes it a failed `try_lock`. `ev`: where its events count.
     #[cold]
-    pub(crate) fn lock_slow_until(&self, deadline: Deadline) -> bool {
-        !deadline.passed::<P>() && self.lock_contended(deadline)
+    pub(crate) fn lock_slow_until(&self, deadline: Deadline, ev: Events) -> bool {
+        !deadline.passed::<P>() && self.lock_contended(deadline, ev)
     }
 
-    /// Takes the lock, waiting until `deadline` at the latest (no hooks:
-    /// `QRwLock`'s queue lock).
+    /// Takes the lock, waiting until `deadline` at the latest (no
+    /// acquisition hooks: `QRwLock`'s queue lock; events go to `ev`).
     #[inline]
-    pub(crate) fn lock_until(&self, deadline: Deadline) -> bool {
-        self.try_lock_fast() || self.lock_slow_until(deadline)
+    pub(crate) fn lock_until(&self, deadline: Deadline, ev: Events) -> bool {
+        self.try_lock_fast() || self.lock_slow_until(deadline, ev)
     }
 }
 
@@ -40,7 +41,7 @@ impl<P: Platform> RawQSpinLock<P> {
         let mut p = hook::start_timed(self.class, LockKind::QSpinLock, self.addr(), Access::Write);
         if !self.core.try_lock_fast() {
             p.contended();
-            if !self.core.lock_slow_until(deadline()) {
+            if !self.core.lock_slow_until(deadline(), self.events()) {
                 p.timed_out();
                 return None;
             }

@@ -127,13 +127,15 @@ fn wake_bucket<P: Platform>(bucket: &'static Bucket) {
 /// announces the sleeper in the bucket, runs the heavy fence, and sleeps
 /// only if `still_held()` then. The lock's releases must call
 /// [`wake_after_release`] after their release store. Returns after about
-/// `timeout_ns` at the latest (`u64::MAX`: no timeout).
+/// `timeout_ns` at the latest (`u64::MAX`: no timeout). `parking` runs
+/// right before the sleep (statistics); returns whether it slept.
 #[cold]
 pub(crate) fn sleep_until_released<P: Platform>(
     addr: usize,
     still_held: impl Fn() -> bool,
+    parking: impl FnOnce(),
     timeout_ns: u64,
-) {
+) -> bool {
     let ticket = prepare(addr);
     // An RMW, Release: a releaser whose Acquire swap in `wake_released`
     // reads this (or a later announce, which continues its release
@@ -143,8 +145,11 @@ pub(crate) fn sleep_until_released<P: Platform>(
     // we see its release below.
     P::heavy_fence();
     if still_held() {
+        parking();
         park_for::<P>(ticket, timeout_ns);
+        return true;
     }
+    false
 }
 
 /// Called by a release after its release store and the light fence: wakes
@@ -219,6 +224,7 @@ mod loom_models {
                 sleep_until_released::<LoomPlatform>(
                     addr,
                     || locked.load(Ordering::Relaxed) != 0,
+                    || {},
                     u64::MAX,
                 );
             }
