@@ -138,8 +138,9 @@ fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
 /// A timed word waiter whose deadline races the holder's release: a fair
 /// one, or one after the waiter claimed the lock (HANDOFF). The release
 /// reserves the lock for the waiter only if it still waits (GRANTED), and a
-/// waiter that sees the reservation takes it. A third acquisition must then
-/// find the lock usable (not reserved for nobody).
+/// waiter that sees the reservation takes it. Once both are done the lock
+/// must be free at once (not reserved for nobody), and a third acquisition
+/// must get it.
 #[test]
 fn word_waiter_gives_up_against_a_reserving_release() {
     const HANDOFF: u8 = 2;
@@ -164,6 +165,10 @@ fn word_waiter_gives_up_against_a_reserving_release() {
                 }
             }
             let got = t.join();
+            // Both are done: the lock is free now, not reserved for a
+            // waiter that gave up (a third thread would steal a stranded
+            // reservation after a while; `try_lock` does not).
+            s.assert_clean();
             s.increment();
             assert_eq!(s.value(), got + 1);
             s.assert_clean();
