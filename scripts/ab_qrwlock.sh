@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# A/B of two commits on the qrwlock bench (as scripts/ab_qspinlock.sh):
+# per thread count and read share, the median of the per-pair B/A
+# throughput ratios, each side's ratio to parking_lot and its fairness.
+# usage: scripts/ab_qrwlock.sh COMMIT_A COMMIT_B [PAIRS]
+# env: THREADS (2,16), READS (50,95,100). Needs python3.
+set -euo pipefail
+root=$(git rev-parse --show-toplevel)
+A=$1; B=$2; R=${3:-6}
+out=$root/target/ab; mkdir -p $out
+build() { local c=$1 d=/tmp/ab-$1
+  [ -d $d ] || git -C "$root" worktree add -q --detach $d $c
+  (cd $d && CARGO_TARGET_DIR=/tmp/ab-target-$c cargo bench -q -p scalelock --bench qrwlock --no-run 2>&1 | tail -1 >&2)
+  ls -t /tmp/ab-target-$c/release/deps/qrwlock-* | grep -v '\.d$' | head -1; }
+BA=$(build $A); BB=$(build $B)
+: > $out/rawrw.txt
+for i in $(seq 1 $R); do
+  if (( i % 2 )); then order="A B"; else order="B A"; fi
+  for s in $order; do bin=$BA; [ $s = B ] && bin=$BB
+    ROUNDS=1 THREADS=${THREADS:-2,16} READS=${READS:-50,95,100} $bin --bench 2>/dev/null | awk -v s=$s -v r=$i -F'|' '$4 ~ /qrwlock/ {gsub(/ /,"");print r, s, $2, $3, $5, $6, $7}' >> $out/rawrw.txt
+  done
+done
+python3 - $out/rawrw.txt <<'PY'
+import sys, statistics as st, collections
+d=collections.defaultdict(dict)
+for l in open(sys.argv[1]):
+  r,s,t,rd,m,x,f=l.split(); d[(int(t),rd,int(r))][s]=(float(m),float(x),float(f))
+keys=sorted({(t,rd) for t,rd,_ in d})
+print("| threads | read % | B/A throughput (median) | per-round | A x pl | B x pl | A fairness | B fairness |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+for t,rd in keys:
+  k=[v for (tt,rr,_),v in sorted(d.items()) if (tt,rr)==(t,rd) and len(v)==2]
+  q=[v['B'][0]/v['A'][0] for v in k]
+  m=lambda s,i: st.median(v[s][i] for v in k)
+  print(f"| {t} | {rd} | {st.median(q):.3f} | {' '.join(f'{x:.2f}' for x in q)} | {m('A',1):.2f} | {m('B',1):.2f} | {m('A',2):.2f} | {m('B',2):.2f} |")
+PY
