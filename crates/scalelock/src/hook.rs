@@ -213,16 +213,7 @@ pub fn start(class: ClassRef, kind: LockKind, instance: usize, access: Access) -
     {
         let active = active::load();
         if active == 0 {
-            return Pending {
-                active: 0,
-                class: ClassId {
-                    index: 0,
-                    ordered: false,
-                },
-                access,
-                instance,
-                wait_start: 0,
-            };
+            return Pending::off(access, instance);
         }
         start_active(active, class, kind, instance, access)
     }
@@ -259,16 +250,7 @@ pub fn start_optimistic(class: ClassRef, kind: LockKind, access: Access) -> Pend
     #[cfg(all(feature = "lockdep", not(feature = "stats")))]
     {
         let _ = (class, kind);
-        Pending {
-            active: 0,
-            class: ClassId {
-                index: 0,
-                ordered: false,
-            },
-            access,
-            instance: 0,
-            wait_start: 0,
-        }
+        Pending::off(access, 0)
     }
     #[cfg(not(any(feature = "stats", feature = "lockdep")))]
     {
@@ -291,16 +273,7 @@ pub fn start_timed(class: ClassRef, kind: LockKind, instance: usize, access: Acc
     {
         let active = active::load();
         if active == 0 {
-            return Pending {
-                active: 0,
-                class: ClassId {
-                    index: 0,
-                    ordered: false,
-                },
-                access,
-                instance,
-                wait_start: 0,
-            };
+            return Pending::off(access, instance);
         }
         start_timed_active(active, class, kind, instance, access)
     }
@@ -349,6 +322,25 @@ fn start_active(
         access,
         instance,
         wait_start: 0,
+    }
+}
+
+#[cfg(any(feature = "stats", feature = "lockdep"))]
+impl Pending {
+    /// An operation that neither statistics nor lockdep follow (both
+    /// switched off at run time): its hooks do nothing.
+    #[inline]
+    const fn off(access: Access, instance: usize) -> Self {
+        Pending {
+            active: 0,
+            class: ClassId {
+                index: 0,
+                ordered: false,
+            },
+            access,
+            instance,
+            wait_start: 0,
+        }
     }
 }
 
