@@ -440,6 +440,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     fn try_lock_shared_fast(&self, wait: Option<impl FnOnce()>) -> Option<PerCpuReadToken> {
         let s = self.state.load(Ordering::Relaxed);
         if s & (FAST | SYM) != FAST || s & ID_MASK == 0 {
+            if s & FAST == 0 && s & ID_MASK != 0 && wait.is_some() {
+                return self.read_inhibited_waiting(s, wait);
+            }
             return self.try_lock_shared_modes(s, wait);
         }
         let slot = table_of(s).slot(P::reader_slot()?)?;
@@ -456,6 +459,25 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
         release_slot::<P>(slot);
         None
+    }
+
+    /// `try_lock_shared_fast` in an inhibited state `s`, for a read that
+    /// may wait (`wait` is `Some`): one call from the biased fast path
+    /// (which stays small), with the underlying read lock inlined here.
+    #[inline(never)]
+    fn read_inhibited_waiting(
+        &self,
+        s: u64,
+        wait: Option<impl FnOnce()>,
+    ) -> Option<PerCpuReadToken> {
+        let slot = table_of(s).slot(P::reader_slot()?)?;
+        // Busy (a recursive read, or a read of another lock of the table),
+        // or a read recorded in the thread-local list that could be of this
+        // lock: the slow path looks.
+        if slot.word().load(Ordering::Relaxed) != 0 || slot.listed().load(Ordering::Relaxed) != 0 {
+            return None;
+        }
+        Some(self.read_inhibited_free(s, slot, wait))
     }
 
     /// `try_lock_shared_fast` for every state but a biased one (`s`).
@@ -517,20 +539,53 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if slot.listed().load(Ordering::Relaxed) != 0 {
             return None;
         }
+        if wait.is_none() {
+            let _ = self.inner.try_lock_shared()?;
+            return Some(self.enter_inhibited(s, slot));
+        }
+        Some(self.read_inhibited_free(s, slot, wait))
+    }
+
+    /// `read_inhibited` once the slot and the list are known free, waiting
+    /// (`wait` is `Some`): the underlying read lock's fast path inlined,
+    /// then the record in the slot.
+    #[inline(always)]
+    fn read_inhibited_free(
+        &self,
+        s: u64,
+        slot: &'static Slot,
+        wait: Option<impl FnOnce()>,
+    ) -> PerCpuReadToken {
         match wait {
             Some(contended) => self.inner.lock_shared_hooked(contended, self.events()),
-            None => {
-                let _ = self.inner.try_lock_shared()?;
-            }
+            None => unreachable!("read_inhibited_free waits"),
         }
-        if slot.count_slow_read(TUNING.pc_clock_every) && since_stamp(s, P::now_ns()) >= 0 {
-            self.reenable(s);
+        self.enter_inhibited(s, slot)
+    }
+
+    /// Holding the underlying read lock with `slot` (ours) free, the state
+    /// `s` read before queueing: maybe re-enable the bias (if a writer moved
+    /// the state meanwhile, the re-enabling CAS fails and the writer's
+    /// decision stands), and record the read in the slot.
+    #[inline(always)]
+    fn enter_inhibited(&self, s: u64, slot: &'static Slot) -> PerCpuReadToken {
+        if slot.count_slow_read(TUNING.pc_clock_every) {
+            self.reenable_if_due(s);
         }
         // Relaxed: while we hold the underlying read lock no writer scans;
         // the clear before our unlock is ordered by it.
         slot.word()
             .store((s & ID_MASK) | UNDERLYING | ONE_DEPTH, Ordering::Relaxed);
-        Some(PerCpuReadToken::slot(slot))
+        PerCpuReadToken::slot(slot)
+    }
+
+    /// One slow read in `pc_clock_every`: re-enable the bias if the
+    /// inhibition window of state `s` is over.
+    #[cold]
+    fn reenable_if_due(&self, s: u64) {
+        if since_stamp(s, P::now_ns()) >= 0 {
+            self.reenable(s);
+        }
     }
 
     /// Sets `FAST` (the inhibition window is over), holding the underlying
@@ -1114,6 +1169,13 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         );
         if cur & (DEPTH_MASK | UNDERLYING) == ONE_DEPTH {
             release_slot::<P>(slot);
+        } else if cur & (DEPTH_MASK | UNDERLYING) == UNDERLYING | ONE_DEPTH && !fair {
+            // An inhibited read, inlined as its lock was. Relaxed: the
+            // underlying unlock below is the Release.
+            slot.word().store(0, Ordering::Relaxed);
+            // SAFETY: the slot records our underlying read lock (caller's
+            // contract); its guard state is `GuardSend`.
+            unsafe { self.inner.unlock_shared(GuardSend::new()) };
         } else {
             // SAFETY: `slot` is ours and records a read of this lock.
             unsafe { self.unlock_shared_recorded(slot, cur, fair) };
