@@ -60,6 +60,18 @@
 //! revocation issues the heavy fence, which also pairs with a reader's full
 //! fence. (`tests/loom_percpu.rs` models both switches.)
 //!
+//! # Fences
+//! The biased read's fence is the platform's *unchecked* light fence
+//! ([`Platform::light_fence_asymmetric`]; std: a compiler fence, paired with
+//! `membarrier`), so the read fast path never looks at how the process's
+//! fences were set up. That is sound because a lock is biased (`FAST`
+//! without `SYM`) only after [`Platform::asymmetric_fences`] said yes, which
+//! then stays true: where `membarrier` is unavailable, a lock that would
+//! become biased becomes symmetric instead (`bias()`: at construction, at
+//! an `INIT` lock's first use, and when a write brings the bias back). A
+//! biased read marks its slot word `BIASED`, so that its unlock, too, uses
+//! the unchecked fence; the other reads use the checked one.
+//!
 //! # Why per-thread slots, not per-CPU
 //! In user space a thread can be preempted between "which CPU am I on" and
 //! the slot store, and another thread then runs on that CPU: a per-CPU slot
@@ -91,7 +103,7 @@
 //!   holding it exclusively (an upgrade revokes only once the underlying
 //!   upgrade made it exclusive).
 //!
-//! A slot word is `id | UNDERLYING | depth` (see `reader_table`).
+//! A slot word is `id | BIASED | UNDERLYING | depth` (see `reader_table`).
 //!
 //! # Invariants
 //! 1. A thread read-holds the lock iff its slot names the lock with depth
@@ -206,6 +218,9 @@ pub(crate) const ONE_DEPTH: u64 = 1;
 pub(crate) const DEPTH_MASK: u64 = (1 << 15) - 1;
 /// The slot's owner holds the underlying read lock (a slow read).
 pub(crate) const UNDERLYING: u64 = 1 << 15;
+/// The slot's fast read was taken biased, so the platform's fences are
+/// known to be asymmetric: its unlock may use the unchecked light fence.
+pub(crate) const BIASED: u64 = 1 << 16;
 
 /// Longest stamp interval that compares exactly (half the 16-bit range).
 const MAX_STAMP_UNITS: u64 = 1 << 14;
@@ -381,7 +396,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let id = next_id();
         Self {
             inner: QRwCore::new(),
-            state: AtomicU64::new(id << ID_SHIFT | index << TABLE_SHIFT | FAST),
+            state: AtomicU64::new(id << ID_SHIFT | index << TABLE_SHIFT | bias::<P>()),
             class,
             _platform: PhantomData,
         }
@@ -452,12 +467,12 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
         // As in `try_lock_shared_modes`, biased.
         slot.word()
-            .store((s & ID_MASK) | ONE_DEPTH, Ordering::Relaxed);
-        P::light_fence();
+            .store((s & ID_MASK) | BIASED | ONE_DEPTH, Ordering::Relaxed);
+        P::light_fence_asymmetric();
         if self.state.load(Ordering::Acquire) & FAST != 0 {
             return Some(PerCpuReadToken::slot(slot));
         }
-        release_slot::<P>(slot);
+        release_slot::<P>(slot, true);
         None
     }
 
@@ -499,11 +514,14 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return self.read_inhibited(s, slot, wait);
         }
         let mine = (s & ID_MASK) | ONE_DEPTH;
-        if s & SYM == 0 {
+        let biased = s & SYM == 0;
+        if biased {
             // Relaxed: the fence orders it; nothing is published through it.
-            slot.word().store(mine, Ordering::Relaxed);
-            // Pairs with the heavy fence of a revoking writer.
-            P::light_fence();
+            slot.word().store(mine | BIASED, Ordering::Relaxed);
+            // Pairs with the heavy fence of a revoking writer; unchecked,
+            // as the lock is biased only with asymmetric fences (see
+            // "Fences").
+            P::light_fence_asymmetric();
         } else {
             // Relaxed, then a full fence: pairs with a symmetric writer's
             // full fence (store buffering). (A SeqCst `swap` and load would
@@ -517,7 +535,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return Some(PerCpuReadToken::slot(slot));
         }
         // A writer is revoking: step aside and queue on the inner lock.
-        release_slot::<P>(slot);
+        release_slot::<P>(slot, biased);
         None
     }
 
@@ -718,12 +736,16 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let mut s = self.state.load(Ordering::Relaxed);
         table_of(s).bind::<P>();
         let id = next_id();
+        // An `INIT` lock starts biased; where the fences are not asymmetric
+        // it starts symmetric instead (no reader uses a slot before the id
+        // is set).
+        let sym = if P::asymmetric_fences() { 0 } else { SYM };
         while s & ID_MASK == 0 {
             // Relaxed: the id publishes nothing; racing assigners agree on
             // the first one in the word's modification order.
             match self.state.compare_exchange_weak(
                 s,
-                s | id << ID_SHIFT,
+                s | id << ID_SHIFT | if s & FAST != 0 { sym } else { 0 },
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
@@ -796,7 +818,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             } else {
                 table.revocation_ns() >= TUNING.pc_sym_cost_ns
             };
-            return Some(keep | FAST | if sym { SYM } else { 0 });
+            return Some(keep | if sym { FAST | SYM } else { bias::<P>() });
         }
         if old & SYM == 0 {
             // Biased: we paid a heavy fence. Dear (other CPUs run our
@@ -829,7 +851,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
         if gap < 0 || (gap as u64) >= TUNING.pc_rare_ns {
             // Rare writes (or a gap too long for the stamp to tell): biased.
-            return Some(keep | FAST);
+            return Some(keep | bias::<P>());
         }
         Some(keep | FAST | SYM | stamp_at(now))
     }
@@ -900,6 +922,18 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 }
 
+/// The bias a lock (re)gains: `FAST`, biased, where the platform's fences
+/// are asymmetric; else `FAST | SYM`, symmetric. So a biased state exists
+/// only once `P::asymmetric_fences()` said yes, for good (see "Fences").
+#[inline]
+fn bias<P: Platform>() -> u64 {
+    if P::asymmetric_fences() {
+        FAST
+    } else {
+        FAST | SYM
+    }
+}
+
 /// `try_lock_shared_fast`'s `wait` for a try: never wait.
 const NO_WAIT: Option<fn()> = None;
 
@@ -921,12 +955,18 @@ fn next_id() -> u64 {
 
 /// Frees a slot that held a fast read and wakes a writer parked on it.
 #[inline]
-fn release_slot<P: Platform>(slot: &'static Slot) {
+fn release_slot<P: Platform>(slot: &'static Slot, biased: bool) {
     // Release pairs with the writer's Acquire scan: our reads happen before
     // its writes.
     slot.word().store(0, Ordering::Release);
-    // Pairs with the heavy fence a writer runs before parking on the slot.
-    P::light_fence();
+    // Pairs with the heavy fence a writer runs before parking on the slot:
+    // unchecked if the read was biased (the fences are asymmetric then, for
+    // good).
+    if biased {
+        P::light_fence_asymmetric();
+    } else {
+        P::light_fence();
+    }
     if slot.waiters().load(Ordering::Relaxed) != 0 {
         wake_slot::<P>(slot);
     }
@@ -1168,14 +1208,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             "read token names another lock's slot"
         );
         if cur & (DEPTH_MASK | UNDERLYING) == ONE_DEPTH {
-            release_slot::<P>(slot);
-        } else if cur & (DEPTH_MASK | UNDERLYING) == UNDERLYING | ONE_DEPTH && !fair {
-            // An inhibited read, inlined as its lock was. Relaxed: the
-            // underlying unlock below is the Release.
-            slot.word().store(0, Ordering::Relaxed);
-            // SAFETY: the slot records our underlying read lock (caller's
-            // contract); its guard state is `GuardSend`.
-            unsafe { self.inner.unlock_shared(GuardSend::new()) };
+            release_slot::<P>(slot, cur & BIASED != 0);
         } else {
             // SAFETY: `slot` is ours and records a read of this lock.
             unsafe { self.unlock_shared_recorded(slot, cur, fair) };

@@ -10,11 +10,14 @@
 //!
 //! # Slot word
 //! ```text
-//!  bit 63 ................ 16     15          14 ........ 0
-//! +--------------------------+------------+----------------+
-//! | lock id (48 bits)        | UNDERLYING | depth (15 bits) |
-//! +--------------------------+------------+----------------+
+//!  bit 63 ........ 24   23 .. 17    16        15          14 ........ 0
+//! +------------------+----------+--------+------------+-----------------+
+//! | lock id (40 bits)| (unused) | BIASED | UNDERLYING | depth (15 bits) |
+//! +------------------+----------+--------+------------+-----------------+
 //! ```
+//! `BIASED`: the fast read was taken in the biased mode (its unlock may use
+//! the unchecked light fence); `UNDERLYING`: the context holds the lock's
+//! underlying read lock (a slow read, recorded).
 //! `0` means free. Only the owning context writes its slot (plain stores, no
 //! read-modify-write); writers of the lock only read it.
 //!

@@ -155,6 +155,23 @@ pub unsafe trait Platform: 'static {
     /// The expensive side of an asymmetric fence; used before going to sleep
     /// or by writers that must see every reader.
     fn heavy_fence();
+    /// Whether [`light_fence_asymmetric`](Self::light_fence_asymmetric)
+    /// pairs with [`heavy_fence`](Self::heavy_fence). Once true, true for
+    /// the life of the process; the first call may decide it (std: asks the
+    /// kernel for `membarrier`). The default, true, goes with the default
+    /// `light_fence_asymmetric`.
+    #[inline]
+    fn asymmetric_fences() -> bool {
+        true
+    }
+    /// The light fence of a fast path that knows, from state published
+    /// after [`asymmetric_fences`](Self::asymmetric_fences) returned true,
+    /// that the heavy side is asymmetric: no check on the way (std: a
+    /// compiler fence). The default is [`light_fence`](Self::light_fence).
+    #[inline]
+    fn light_fence_asymmetric() {
+        Self::light_fence();
+    }
     /// Runs `f` on the calling context's [`LocalState`] (std: one per
     /// thread; a kernel: one per CPU and nesting context, with preemption
     /// off), or returns `None` where there is none (then batches are ended

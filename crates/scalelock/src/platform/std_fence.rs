@@ -53,6 +53,15 @@ pub(super) fn light() {
     }
 }
 
+/// The fast-path side for a caller that knows membarrier is registered
+/// (it saw state that was published after `asymmetric()` returned true,
+/// which stays true): a compiler fence, without looking at the mode. Every
+/// heavy side then issues the membarrier, since the decision sticks.
+#[inline]
+pub(super) fn light_asymmetric() {
+    compiler_fence(Ordering::SeqCst);
+}
+
 /// The slow-path side: a process-wide barrier when membarrier is registered.
 #[inline]
 pub(super) fn heavy() {

@@ -121,6 +121,16 @@ unsafe impl Platform for StdPlatform {
     }
 
     #[inline]
+    fn asymmetric_fences() -> bool {
+        fence::asymmetric_fences_active()
+    }
+
+    #[inline]
+    fn light_fence_asymmetric() {
+        fence::light_asymmetric();
+    }
+
+    #[inline]
     fn queue_node() -> Option<NodeIndex> {
         nodes::current()
     }
