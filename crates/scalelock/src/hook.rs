@@ -36,11 +36,15 @@
 //! Relaxed load. Counting every acquisition (which the read shares and
 //! contention ratios need) is why `start` sits on the fast path at all.
 //!
-//! Enabled, statistics go to per-thread shards (one block per class and
-//! thread, written only by its thread, with plain loads and stores), so the
-//! profiler adds no contended cache line; the clock is read on contended
-//! acquisitions and on 1 in N acquisitions for hold times
-//! (`stats::set_hold_sample`).
+//! Enabled, statistics go to per-thread counters (written only by their
+//! thread, with plain loads and stores), so the profiler adds no contended
+//! cache line; the clock is read on contended acquisitions and on 1 in N
+//! acquisitions for hold times (`stats::set_hold_sample`). With statistics
+//! on and lockdep off, an uncontended acquisition is counted inline: `start`
+//! resolves the class (one load of the index cached in a `static` or type
+//! class) and `acquired` bumps the thread's counter for it and steps the
+//! sampling countdown, without a call. Lockdep, contended acquisitions and
+//! sampled holds take the calls out of line.
 
 #[cfg(any(feature = "stats", feature = "lockdep"))]
 use crate::class::ClassId;
@@ -148,6 +152,19 @@ impl Held {
         access: Access::Write,
     };
 
+    /// An uncontended acquisition that only statistics follow: counted
+    /// (inline, see the counters' "uncontended path"), its hold sampled.
+    #[cfg(feature = "stats")]
+    #[inline(always)]
+    fn counted(class: u32, access: Access) -> Held {
+        Held {
+            start: crate::stats::counters::acquired_uncontended(class, access),
+            class,
+            flags: HELD_STATS,
+            access,
+        }
+    }
+
     /// The lock at address `instance` was released (call it right after
     /// the unlock): records the hold time if sampled, runs the long-hold
     /// hook, and pops the lock off lockdep's held stack.
@@ -214,6 +231,18 @@ pub fn start(class: ClassRef, kind: LockKind, instance: usize, access: Access) -
         let active = active::load();
         if active == 0 {
             return Pending::off(access, instance);
+        }
+        // Statistics without lockdep: nothing to check, only the class to
+        // resolve (one load for a registered `static` or type class).
+        #[cfg(feature = "stats")]
+        if active == active::STATS {
+            return Pending {
+                active,
+                class: class.resolve(kind),
+                access,
+                instance,
+                wait_start: 0,
+            };
         }
         start_active(active, class, kind, instance, access)
     }
@@ -359,6 +388,11 @@ impl Pending {
     /// the hold time, pushes the lock on lockdep's held stack.
     #[inline]
     pub fn acquired(self) -> Held {
+        // Statistics without lockdep, uncontended: counted inline.
+        #[cfg(feature = "stats")]
+        if self.active == active::STATS && self.wait_start == 0 {
+            return Held::counted(self.class.index, self.access);
+        }
         #[cfg(any(feature = "stats", feature = "lockdep"))]
         if self.active != 0 {
             return self.acquired_active();
@@ -408,7 +442,11 @@ impl Pending {
     pub fn passed(self) {
         #[cfg(feature = "stats")]
         if self.active & active::STATS != 0 {
-            crate::stats::counters::passed(self.class.index, self.access, self.wait_start);
+            if self.wait_start == 0 {
+                crate::stats::counters::passed_uncontended(self.class.index, self.access);
+            } else {
+                crate::stats::counters::passed(self.class.index, self.access, self.wait_start);
+            }
         }
     }
 
@@ -417,10 +455,7 @@ impl Pending {
     pub fn fast_read(&self) {
         #[cfg(feature = "stats")]
         if self.active & active::STATS != 0 {
-            crate::stats::counters::event(
-                self.class.index,
-                crate::stats::counters::Event::FastRead,
-            );
+            crate::stats::counters::fast_read(self.class.index);
         }
     }
 
@@ -445,6 +480,11 @@ pub fn try_acquired(class: ClassRef, kind: LockKind, instance: usize, access: Ac
     #[cfg(any(feature = "stats", feature = "lockdep"))]
     {
         let active = active::load();
+        // Statistics without lockdep: counted inline.
+        #[cfg(feature = "stats")]
+        if active == active::STATS {
+            return Held::counted(class.resolve(kind).index, access);
+        }
         if active != 0 {
             return try_acquired_active(active, class, kind, instance, access);
         }
