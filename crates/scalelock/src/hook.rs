@@ -35,6 +35,11 @@
 //! The slow-path events ([`park`], [`queue_depth`], ...) make their own
 //! Relaxed load. Counting every acquisition (which the read shares and
 //! contention ratios need) is why `start` sits on the fast path at all.
+//! A path too short to carry even the switched-off `Pending` and `Held`
+//! inline (PerCpuRwLock's biased read) branches on the switch first and
+//! runs the whole hooked acquisition out of line when it is on, so
+//! switched off it compiles as without the features but for that branch
+//! and the guard's empty `Held`.
 //!
 //! Enabled, statistics go to per-thread counters (written only by their
 //! thread, with plain loads and stores), so the profiler adds no contended
@@ -96,6 +101,22 @@ pub(crate) mod active {
 /// Whether the hooks are compiled in at all (either feature): locks use it
 /// to keep their code unchanged when they are not.
 pub(crate) const COMPILED: bool = cfg!(any(feature = "stats", feature = "lockdep"));
+
+/// Whether statistics or lockdep are switched on (one Relaxed load of the
+/// switch; `false` without the features, with no load). A lock whose fast
+/// path is too short to carry the hooks inline branches on it and takes an
+/// out-of-line hooked path when it is set.
+#[inline(always)]
+pub(crate) fn any_active() -> bool {
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    {
+        active::load() != 0
+    }
+    #[cfg(not(any(feature = "stats", feature = "lockdep")))]
+    {
+        false
+    }
+}
 
 /// An acquisition in progress, from [`start`] to [`Pending::acquired`] (or
 /// [`Pending::passed`]). Zero-sized without the features.
