@@ -652,16 +652,21 @@ pub(crate) fn reset() {
 /// Runs `f(class, counts)` for every class with fast counts since the last
 /// reset, once per thread array (`counts` indexed by `FAST_READS`, ...).
 pub(crate) fn fast_counts_since_reset(mut f: impl FnMut(u32, [u64; FAST_COUNTERS])) {
-    let all = guard(&FAST_ALL);
-    for fast in all.iter() {
+    // A copy, so that `f` may allocate (with an allocator on an
+    // instrumented lock, that may publish a new array) without the mutex.
+    let all = guard(&FAST_ALL).clone();
+    for fast in all {
         for (class, (counts, base)) in fast.counts.iter().zip(&fast.base).enumerate() {
             let mut since = [0; FAST_COUNTERS];
             for (k, (c, b)) in counts.iter().zip(base).enumerate() {
-                // Relaxed: snapshots tolerate lag; `wrapping_sub` as the
-                // counts wrap.
+                // Relaxed: snapshots tolerate lag. After a reset that
+                // released the mutex before we took it, a count is at
+                // least its base (the reset read it); a reset running
+                // meanwhile may be seen ahead of the count: 0, not a
+                // wrapped difference.
                 since[k] = c
                     .load(Ordering::Relaxed)
-                    .wrapping_sub(b.load(Ordering::Relaxed));
+                    .saturating_sub(b.load(Ordering::Relaxed));
             }
             if since != [0; FAST_COUNTERS] {
                 f(class as u32, since);
