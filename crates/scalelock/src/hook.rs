@@ -35,12 +35,21 @@
 //! The slow-path events ([`park`], [`queue_depth`], ...) make their own
 //! Relaxed load. Counting every acquisition (which the read shares and
 //! contention ratios need) is why `start` sits on the fast path at all.
+//! A path too short to carry even the switched-off `Pending` and `Held`
+//! inline (PerCpuRwLock's biased read) branches on the switch first and
+//! runs the whole hooked acquisition out of line when it is on, so
+//! switched off it compiles as without the features but for that branch
+//! and the guard's empty `Held`.
 //!
-//! Enabled, statistics go to per-thread shards (one block per class and
-//! thread, written only by its thread, with plain loads and stores), so the
-//! profiler adds no contended cache line; the clock is read on contended
-//! acquisitions and on 1 in N acquisitions for hold times
-//! (`stats::set_hold_sample`).
+//! Enabled, statistics go to per-thread counters (written only by their
+//! thread, with plain loads and stores), so the profiler adds no contended
+//! cache line; the clock is read on contended acquisitions and on 1 in N
+//! acquisitions for hold times (`stats::set_hold_sample`). With statistics
+//! on and lockdep off, an uncontended acquisition is counted inline: `start`
+//! resolves the class (one load of the index cached in a `static` or type
+//! class) and `acquired` bumps the thread's counter for it and steps the
+//! sampling countdown, without a call. Lockdep, contended acquisitions and
+//! sampled holds take the calls out of line.
 
 #[cfg(any(feature = "stats", feature = "lockdep"))]
 use crate::class::ClassId;
@@ -93,6 +102,22 @@ pub(crate) mod active {
 /// to keep their code unchanged when they are not.
 pub(crate) const COMPILED: bool = cfg!(any(feature = "stats", feature = "lockdep"));
 
+/// Whether statistics or lockdep are switched on (one Relaxed load of the
+/// switch; `false` without the features, with no load). A lock whose fast
+/// path is too short to carry the hooks inline branches on it and takes an
+/// out-of-line hooked path when it is set.
+#[inline(always)]
+pub(crate) fn any_active() -> bool {
+    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    {
+        active::load() != 0
+    }
+    #[cfg(not(any(feature = "stats", feature = "lockdep")))]
+    {
+        false
+    }
+}
+
 /// An acquisition in progress, from [`start`] to [`Pending::acquired`] (or
 /// [`Pending::passed`]). Zero-sized without the features.
 #[must_use = "end an acquisition with `acquired` or `passed`"]
@@ -114,26 +139,76 @@ pub struct Pending {
 
 /// What a held lock must remember for its release: carry it in the guard
 /// (lock_api 0.5 guard state). Zero-sized without the features.
+///
+/// Two whole words (one with lockdep alone): guards and tokens carrying it
+/// are copied word by word, with no narrow fields whose piecewise copies a
+/// wide reload could not forward from the store buffer.
 #[must_use = "pass it to `release` when unlocking"]
 pub struct Held {
     /// Clock at acquisition if this hold is sampled, else 0.
     #[cfg(feature = "stats")]
     start: u64,
+    /// The class index (bits 0..32), the `HELD_*` flags (bits 32..40) and
+    /// the access (bits 40..48, `access_bits`).
     #[cfg(any(feature = "stats", feature = "lockdep"))]
-    class: u32,
-    #[cfg(any(feature = "stats", feature = "lockdep"))]
-    flags: u8,
-    #[cfg(any(feature = "stats", feature = "lockdep"))]
-    #[cfg_attr(not(feature = "stats"), allow(dead_code))]
-    access: Access,
+    meta: u64,
 }
 
-/// `Held::flags`: statistics counted the acquisition.
+/// `Held` flags: statistics counted the acquisition.
 #[cfg(feature = "stats")]
 const HELD_STATS: u8 = 1 << 0;
-/// `Held::flags`: lockdep pushed the lock on the thread's held stack.
+/// `Held` flags: lockdep pushed the lock on the thread's held stack.
 #[cfg(feature = "lockdep")]
 const HELD_LOCKDEP: u8 = 1 << 1;
+
+/// `Access` as the bits of `Held::meta`.
+#[cfg(any(feature = "stats", feature = "lockdep"))]
+#[inline(always)]
+const fn access_bits(access: Access) -> u64 {
+    match access {
+        Access::Write => 0,
+        Access::Read => 1,
+        Access::RecursiveRead => 2,
+    }
+}
+
+#[cfg(any(feature = "stats", feature = "lockdep"))]
+impl Held {
+    /// A hold of class index `class` with `flags`, not sampled.
+    #[inline(always)]
+    const fn unsampled(class: u32, flags: u8, access: Access) -> Held {
+        Held {
+            #[cfg(feature = "stats")]
+            start: 0,
+            meta: class as u64 | (flags as u64) << 32 | access_bits(access) << 40,
+        }
+    }
+
+    #[inline(always)]
+    fn class(&self) -> u32 {
+        self.meta as u32
+    }
+
+    #[inline(always)]
+    fn flags(&self) -> u8 {
+        (self.meta >> 32) as u8
+    }
+
+    #[inline(always)]
+    fn add_flags(&mut self, flags: u8) {
+        self.meta |= u64::from(flags) << 32;
+    }
+
+    #[cfg_attr(not(feature = "stats"), allow(dead_code))]
+    #[inline(always)]
+    fn access(&self) -> Access {
+        match (self.meta >> 40) as u8 {
+            0 => Access::Write,
+            1 => Access::Read,
+            _ => Access::RecursiveRead,
+        }
+    }
+}
 
 impl Held {
     /// A hold nobody recorded (the features are off, or were when it began).
@@ -141,12 +216,19 @@ impl Held {
         #[cfg(feature = "stats")]
         start: 0,
         #[cfg(any(feature = "stats", feature = "lockdep"))]
-        class: 0,
-        #[cfg(any(feature = "stats", feature = "lockdep"))]
-        flags: 0,
-        #[cfg(any(feature = "stats", feature = "lockdep"))]
-        access: Access::Write,
+        meta: 0,
     };
+
+    /// An uncontended acquisition that only statistics follow: counted
+    /// (inline, see the counters' "uncontended path"), its hold sampled.
+    #[cfg(feature = "stats")]
+    #[inline(always)]
+    fn counted(class: u32, access: Access) -> Held {
+        Held {
+            start: crate::stats::counters::acquired_uncontended(class, access),
+            ..Held::unsampled(class, HELD_STATS, access)
+        }
+    }
 
     /// The lock at address `instance` was released (call it right after
     /// the unlock): records the hold time if sampled, runs the long-hold
@@ -171,7 +253,7 @@ impl Held {
             return true;
         }
         #[cfg(feature = "lockdep")]
-        if self.flags & HELD_LOCKDEP != 0 {
+        if self.flags() & HELD_LOCKDEP != 0 {
             return true;
         }
         false
@@ -181,12 +263,12 @@ impl Held {
     #[inline(never)]
     fn release_recorded(self, instance: usize) {
         #[cfg(feature = "lockdep")]
-        if self.flags & HELD_LOCKDEP != 0 {
-            crate::lockdep::release(self.class, instance);
+        if self.flags() & HELD_LOCKDEP != 0 {
+            crate::lockdep::release(self.class(), instance);
         }
         #[cfg(feature = "stats")]
-        if self.flags & HELD_STATS != 0 && self.start != 0 {
-            crate::stats::counters::released(self.class, self.access, self.start);
+        if self.flags() & HELD_STATS != 0 && self.start != 0 {
+            crate::stats::counters::released(self.class(), self.access(), self.start);
         }
         let _ = instance;
     }
@@ -215,7 +297,20 @@ pub fn start(class: ClassRef, kind: LockKind, instance: usize, access: Access) -
         if active == 0 {
             return Pending::off(access, instance);
         }
-        start_active(active, class, kind, instance, access)
+        // Built here, in registers (one load for a registered `static` or
+        // type class); only lockdep's check is a call.
+        let class = class.resolve(kind);
+        #[cfg(feature = "lockdep")]
+        if active & active::LOCKDEP != 0 {
+            lockdep_check(class, instance, access);
+        }
+        Pending {
+            active,
+            class,
+            access,
+            instance,
+            wait_start: 0,
+        }
     }
     #[cfg(not(any(feature = "stats", feature = "lockdep")))]
     {
@@ -302,27 +397,10 @@ fn start_timed_active(
     }
 }
 
-#[cfg(any(feature = "stats", feature = "lockdep"))]
+#[cfg(feature = "lockdep")]
 #[inline(never)]
-fn start_active(
-    active: u8,
-    class: ClassRef,
-    kind: LockKind,
-    instance: usize,
-    access: Access,
-) -> Pending {
-    let class = class.resolve(kind);
-    #[cfg(feature = "lockdep")]
-    if active & active::LOCKDEP != 0 {
-        crate::lockdep::check(class, instance, access);
-    }
-    Pending {
-        active,
-        class,
-        access,
-        instance,
-        wait_start: 0,
-    }
+fn lockdep_check(class: ClassId, instance: usize, access: Access) {
+    crate::lockdep::check(class, instance, access);
 }
 
 #[cfg(any(feature = "stats", feature = "lockdep"))]
@@ -359,39 +437,23 @@ impl Pending {
     /// the hold time, pushes the lock on lockdep's held stack.
     #[inline]
     pub fn acquired(self) -> Held {
+        // Statistics without lockdep, uncontended: counted inline.
+        #[cfg(feature = "stats")]
+        if self.active == active::STATS && self.wait_start == 0 {
+            return Held::counted(self.class.index, self.access);
+        }
+        // The fields one by one, so that `self` can stay in registers.
         #[cfg(any(feature = "stats", feature = "lockdep"))]
         if self.active != 0 {
-            return self.acquired_active();
+            return acquired_active(
+                self.active,
+                self.class,
+                self.access,
+                self.instance,
+                self.wait_start,
+            );
         }
         Held::NONE
-    }
-
-    #[cfg(any(feature = "stats", feature = "lockdep"))]
-    #[inline(never)]
-    fn acquired_active(self) -> Held {
-        let mut held = Held {
-            class: self.class.index,
-            access: self.access,
-            ..Held::NONE
-        };
-        #[cfg(feature = "lockdep")]
-        if self.active & active::LOCKDEP != 0
-            && crate::lockdep::push(
-                self.class,
-                self.instance,
-                self.access,
-                self.active & active::TIMED != 0,
-            )
-        {
-            held.flags |= HELD_LOCKDEP;
-        }
-        #[cfg(feature = "stats")]
-        if self.active & active::STATS != 0 {
-            held.start =
-                crate::stats::counters::acquired(self.class.index, self.access, self.wait_start);
-            held.flags |= HELD_STATS;
-        }
-        held
     }
 
     /// A timed acquisition ([`start_timed`]) gave up: nothing is held and
@@ -408,7 +470,11 @@ impl Pending {
     pub fn passed(self) {
         #[cfg(feature = "stats")]
         if self.active & active::STATS != 0 {
-            crate::stats::counters::passed(self.class.index, self.access, self.wait_start);
+            if self.wait_start == 0 {
+                crate::stats::counters::passed_uncontended(self.class.index, self.access);
+            } else {
+                crate::stats::counters::passed(self.class.index, self.access, self.wait_start);
+            }
         }
     }
 
@@ -417,10 +483,7 @@ impl Pending {
     pub fn fast_read(&self) {
         #[cfg(feature = "stats")]
         if self.active & active::STATS != 0 {
-            crate::stats::counters::event(
-                self.class.index,
-                crate::stats::counters::Event::FastRead,
-            );
+            crate::stats::counters::fast_read(self.class.index);
         }
     }
 
@@ -437,6 +500,32 @@ impl Pending {
     }
 }
 
+/// `Pending::acquired` with lockdep on, or a contended acquisition.
+#[cfg(any(feature = "stats", feature = "lockdep"))]
+#[inline(never)]
+fn acquired_active(
+    active: u8,
+    class: ClassId,
+    access: Access,
+    instance: usize,
+    wait_start: u64,
+) -> Held {
+    let mut held = Held::unsampled(class.index, 0, access);
+    #[cfg(feature = "lockdep")]
+    if active & active::LOCKDEP != 0
+        && crate::lockdep::push(class, instance, access, active & active::TIMED != 0)
+    {
+        held.add_flags(HELD_LOCKDEP);
+    }
+    #[cfg(feature = "stats")]
+    if active & active::STATS != 0 {
+        held.start = crate::stats::counters::acquired(class.index, access, wait_start);
+        held.add_flags(HELD_STATS);
+    }
+    let _ = (instance, wait_start);
+    held
+}
+
 /// A try-lock of the lock at `instance` succeeded. Try-locks never wait, so
 /// lockdep records no dependency *into* them (as Linux's lockdep), only
 /// from them to what is taken while they are held.
@@ -445,6 +534,11 @@ pub fn try_acquired(class: ClassRef, kind: LockKind, instance: usize, access: Ac
     #[cfg(any(feature = "stats", feature = "lockdep"))]
     {
         let active = active::load();
+        // Statistics without lockdep: counted inline.
+        #[cfg(feature = "stats")]
+        if active == active::STATS {
+            return Held::counted(class.resolve(kind).index, access);
+        }
         if active != 0 {
             return try_acquired_active(active, class, kind, instance, access);
         }
@@ -467,19 +561,15 @@ fn try_acquired_active(
     access: Access,
 ) -> Held {
     let class = class.resolve(kind);
-    let mut held = Held {
-        class: class.index,
-        access,
-        ..Held::NONE
-    };
+    let mut held = Held::unsampled(class.index, 0, access);
     #[cfg(feature = "lockdep")]
     if active & active::LOCKDEP != 0 && crate::lockdep::push(class, instance, access, true) {
-        held.flags |= HELD_LOCKDEP;
+        held.add_flags(HELD_LOCKDEP);
     }
     #[cfg(feature = "stats")]
     if active & active::STATS != 0 {
         held.start = crate::stats::counters::acquired(class.index, access, 0);
-        held.flags |= HELD_STATS;
+        held.add_flags(HELD_STATS);
     }
     let _ = (active, instance);
     held

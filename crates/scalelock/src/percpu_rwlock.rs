@@ -440,6 +440,33 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
     }
 
+    /// `lock_shared` with statistics or lockdep switched on.
+    #[cold]
+    #[inline(never)]
+    fn lock_shared_hooked(&self) -> PerCpuReadToken {
+        // Reads are recursive reads to lockdep: a read of a lock the thread
+        // already read-holds never waits (see "Recursive reads").
+        let mut p = self.start(Access::RecursiveRead);
+        let mut token = match self.try_lock_shared_fast(Some(|| p.contended())) {
+            Some(token) => token,
+            None => self.lock_shared_slow(|| p.contended()),
+        };
+        Self::count_read_path(&p, &token);
+        token.held = p.acquired();
+        token
+    }
+
+    /// A successful `try_lock_shared` with statistics or lockdep switched
+    /// on: counted, and recorded in `token`.
+    #[cold]
+    #[inline(never)]
+    fn try_read_hooked(&self, token: &mut PerCpuReadToken) {
+        let p = hook::start_optimistic(self.class, LockKind::PerCpuRwLock, Access::Read);
+        Self::count_read_path(&p, token);
+        let _ = p;
+        token.held = self.try_acquired(Access::RecursiveRead);
+    }
+
     /// The table this lock's readers use.
     pub fn table(&self) -> &'static ReaderTable {
         table_of(self.state.load(Ordering::Relaxed))
@@ -1063,34 +1090,30 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
 
     #[inline(always)]
     fn lock_shared(&self) -> PerCpuReadToken {
-        // Reads are recursive reads to lockdep: a read of a lock the thread
-        // already read-holds never waits (see "Recursive reads").
-        let mut p = self.start(Access::RecursiveRead);
-        // Without the hooks, empty callbacks: no reference to `p` passed
-        // into the inhibited read or the slow path.
-        let fast = if hook::COMPILED {
-            self.try_lock_shared_fast(Some(|| p.contended()))
-        } else {
-            self.try_lock_shared_fast(Some(|| {}))
+        // With the hooks compiled in, one Relaxed load of their run-time
+        // switch; a read they follow takes the hooked path, out of line, so
+        // the biased read inlines as it does without them.
+        if hook::any_active() {
+            return self.lock_shared_hooked();
+        }
+        // Unrecorded, so only the slot comes from the read paths (merging
+        // whole tokens, hold state included, costs stack copies here).
+        let slot = match self.try_lock_shared_fast(Some(|| {})) {
+            Some(token) => token.slot,
+            None => self.lock_shared_slow(|| {}).slot,
         };
-        let mut token = match fast {
-            Some(token) => token,
-            None if hook::COMPILED => self.lock_shared_slow(|| p.contended()),
-            None => self.lock_shared_slow(|| {}),
-        };
-        Self::count_read_path(&p, &token);
-        token.held = p.acquired();
-        token
+        PerCpuReadToken {
+            slot,
+            held: Held::NONE,
+            _not_send: PhantomData,
+        }
     }
 
     #[inline]
     fn try_lock_shared(&self) -> Option<PerCpuReadToken> {
         let mut token = self.try_lock_shared_untracked()?;
-        if hook::COMPILED {
-            let p = hook::start_optimistic(self.class, LockKind::PerCpuRwLock, Access::Read);
-            Self::count_read_path(&p, &token);
-            let _ = p;
-            token.held = self.try_acquired(Access::RecursiveRead);
+        if hook::any_active() {
+            self.try_read_hooked(&mut token);
         }
         Some(token)
     }

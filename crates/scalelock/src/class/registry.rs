@@ -76,6 +76,7 @@ static TYPE_CLASSES: [LockClass; 6] = [
     LockClass::of_type(LockKind::Other),
 ];
 
+#[inline(always)]
 pub(crate) fn type_class(kind: LockKind) -> &'static LockClass {
     &TYPE_CLASSES[match kind {
         LockKind::QSpinLock => 0,
@@ -89,7 +90,7 @@ pub(crate) fn type_class(kind: LockKind) -> &'static LockClass {
 
 /// The id of a `static` class, registering it (as a class of `kind`) on
 /// first use.
-#[inline]
+#[inline(always)]
 pub(crate) fn of_class(class: &'static LockClass, kind: LockKind) -> ClassId {
     // Relaxed: the id is only a number; what it names is read under the
     // registry mutex.
@@ -145,7 +146,7 @@ fn site_hash(addr: usize) -> usize {
 }
 
 /// The id of the construction-site class `site`.
-#[inline]
+#[inline(never)]
 pub(crate) fn of_site(site: &'static Location<'static>, kind: LockKind) -> ClassId {
     let addr = site as *const Location<'static> as usize;
     let h = site_hash(addr);

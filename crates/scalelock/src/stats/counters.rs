@@ -12,27 +12,37 @@
 //! been joined) it is exact.
 //!
 //! # The uncontended path
-//! An uncontended acquisition with statistics on costs a few ns that an
-//! uncontended lock does not have to spare, so its path is short: the
-//! thread's block list (indexed by class) is also published in a
-//! thread-local without a destructor (`RECENT`; std compiles such a
-//! `thread_local!` to a plain TLS access, with no lazy-initialisation or
-//! destructor-registration check), so a class the thread has met costs an
-//! indexed load, the epoch check, one counter store and the hold-sampling
-//! countdown. No clock is read unless this hold is sampled (1 in
-//! `stats::hold_sample()`) or the acquisition waited. The `RefCell`ed list
-//! itself is only used to add a class the thread meets for the first time.
+//! An uncontended acquisition with statistics on (and lockdep off) costs
+//! a few ns that an uncontended lock does not have to spare, so it is
+//! inlined into the lock and kept short. A class's registry index is cached
+//! in its `LockClass` (one load); each thread has a small array of
+//! counters ([`FastCounts`]: read and write acquisitions and per-CPU fast
+//! reads of the first [`FAST_CLASSES`] classes) published in a thread-local
+//! without a destructor (`RECENT`; std compiles such a `thread_local!` to a
+//! plain TLS access, with no lazy-initialisation or destructor-registration
+//! check). Counting is then a TLS load, a bounds check, one Relaxed load
+//! and store of the thread's own counter and the hold-sampling countdown.
+//! No clock is read unless this hold is sampled (1 in
+//! `stats::hold_sample()`). Classes past the array, and contended
+//! acquisitions (whose wait is timed anyway), count in the thread's block
+//! for the class: the thread's block list, indexed by class, is also
+//! published in `RECENT`, so a class the thread has met costs an indexed
+//! load, the epoch check and the update. The `RefCell`ed list itself is
+//! only used to add a class the thread meets for the first time.
 //!
-//! When a thread exits its blocks go to a pool and a later thread carries
-//! on counting in them, so nothing counted is lost and memory stays bounded
-//! by (threads alive at once) x (classes). A thread whose thread-locals are
-//! already destroyed (locking from a thread-local destructor) counts into
-//! a shared block per class under a mutex.
+//! When a thread exits its blocks and its array go to pools and a later
+//! thread carries on counting in them, so nothing counted is lost and
+//! memory stays bounded by (threads alive at once) x (classes). A thread
+//! whose thread-locals are already destroyed (locking from a thread-local
+//! destructor) counts into a shared block per class under a mutex.
 //!
 //! # Reset
-//! [`reset`](super::reset) bumps a global epoch instead of writing other
-//! threads' blocks: a block whose epoch is old counts as zero in snapshots,
-//! and its owner zeroes it before its next update.
+//! [`reset`](super::reset) never writes other threads' counters. It bumps
+//! a global epoch: a block whose epoch is old counts as zero in snapshots,
+//! and its owner zeroes it before its next update. The arrays, which the
+//! fast path does not check an epoch for, are rebased instead: reset copies
+//! each array's counts to its `base` (under the `FAST_ALL` mutex) and
+//! snapshots report the difference.
 
 use core::cell::{Cell, RefCell};
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -173,9 +183,83 @@ fn take_block(class: u32) -> &'static Block {
     b
 }
 
+/// Classes with an index below this count their uncontended acquisitions
+/// and fast reads in the thread's [`FastCounts`]; the others (a process
+/// with more classes) count them in their blocks, as everything else.
+pub(crate) const FAST_CLASSES: usize = 64;
+/// Counters per class in [`FastCounts`]: `FAST_READS`, `FAST_WRITES`,
+/// `FAST_PERCPU_READS`.
+pub(crate) const FAST_COUNTERS: usize = 3;
+/// [`FastCounts`] counter: read acquisitions.
+pub(crate) const FAST_READS: usize = 0;
+/// [`FastCounts`] counter: write acquisitions.
+pub(crate) const FAST_WRITES: usize = 1;
+/// [`FastCounts`] counter: per-CPU reads that took their slot's fast path.
+pub(crate) const FAST_PERCPU_READS: usize = 2;
+
+/// A thread's counters of the uncontended path: acquisitions and fast
+/// reads, indexed by class index, written only by the owner thread.
+///
+/// Reset does not touch the counts (they belong to their owner): it copies
+/// them to `base`, and snapshots report `counts - base`.
+pub(crate) struct FastCounts {
+    counts: [[AtomicU64; FAST_COUNTERS]; FAST_CLASSES],
+    /// The counts at the last reset; written by `reset` under `FAST_ALL`.
+    base: [[AtomicU64; FAST_COUNTERS]; FAST_CLASSES],
+}
+
+impl FastCounts {
+    fn new() -> Self {
+        Self {
+            counts: [const { [const { AtomicU64::new(0) }; FAST_COUNTERS] }; FAST_CLASSES],
+            base: [const { [const { AtomicU64::new(0) }; FAST_COUNTERS] }; FAST_CLASSES],
+        }
+    }
+}
+
+/// Every `FastCounts` ever allocated (never freed); also serialises
+/// `reset`'s writes of their bases with snapshots.
+static FAST_ALL: Mutex<Vec<&'static FastCounts>> = Mutex::new(Vec::new());
+/// `FastCounts` of exited threads, for reuse.
+static FAST_POOL: Mutex<Vec<&'static FastCounts>> = Mutex::new(Vec::new());
+
+/// The calling thread's `FastCounts`, allocated (or taken from the pool)
+/// and published on first use; `None` if its thread-locals are gone or it
+/// is being allocated (a re-entrant call from the allocator).
+#[cold]
+fn fast_counts() -> Option<&'static FastCounts> {
+    SHARD
+        .try_with(|s| {
+            if let Some(f) = s.fast.get() {
+                return Some(f);
+            }
+            if s.allocating.replace(true) {
+                return None;
+            }
+            let pooled = guard(&FAST_POOL).pop();
+            let f = pooled.unwrap_or_else(|| {
+                let f: &'static FastCounts = Box::leak(Box::new(FastCounts::new()));
+                guard(&FAST_ALL).push(f);
+                f
+            });
+            s.fast.set(Some(f));
+            s.allocating.set(false);
+            RECENT.with(|r| r.fast.set(f));
+            Some(f)
+        })
+        .ok()
+        .flatten()
+}
+
 /// A thread's blocks.
 struct Shard {
     blocks: RefCell<Vec<Option<&'static Block>>>,
+    /// The thread's fast counters, once it counted an uncontended
+    /// acquisition.
+    fast: Cell<Option<&'static FastCounts>>,
+    /// `fast_counts` is allocating them (an allocator that locks an
+    /// instrumented lock re-enters it).
+    allocating: Cell<bool>,
 }
 
 impl Drop for Shard {
@@ -185,6 +269,9 @@ impl Drop for Shard {
         // in later thread-local destructors; it then counts in the shared
         // blocks).
         let _ = RECENT.try_with(Recent::forget);
+        if let Some(fast) = self.fast.take() {
+            guard(&FAST_POOL).push(fast);
+        }
         let blocks = core::mem::take(self.blocks.get_mut());
         let mut pool = guard(&POOL);
         for b in blocks.into_iter().flatten() {
@@ -205,13 +292,41 @@ struct Recent {
     /// entries (0: nothing published).
     blocks: Cell<*const Option<&'static Block>>,
     len: Cell<usize>,
+    /// This thread's `Shard::fast` (null: none yet, or handed back to the
+    /// pool at thread exit).
+    fast: Cell<*const FastCounts>,
     countdown: Cell<u32>,
 }
 
 impl Recent {
-    /// Unpublishes the list (before it changes or is freed).
+    /// Unpublishes the list (before it changes or is freed) and the fast
+    /// counters (before another thread may take them).
     fn forget(&self) {
         self.len.set(0);
+        self.fast.set(core::ptr::null());
+    }
+
+    /// Unpublishes the block list only.
+    fn forget_blocks(&self) {
+        self.len.set(0);
+    }
+
+    /// This thread's fast counter `k` of class index `class`, if the class
+    /// has one and the thread's array is published.
+    #[inline(always)]
+    fn fast_counter(&self, class: u32, k: usize) -> Option<&'static AtomicU64> {
+        let fast = self.fast.get();
+        if (class as usize) < FAST_CLASSES && !fast.is_null() {
+            // SAFETY: a non-null `fast` is this thread's own array
+            // (`fast_counts` published it); arrays are leaked, never freed,
+            // and it is unpublished (`forget`) before the pool may give it
+            // to another thread, so only this thread writes through it.
+            // `class < FAST_CLASSES` and `k < FAST_COUNTERS` (the callers'
+            // constants) keep the index in bounds.
+            Some(unsafe { &(*fast).counts[class as usize][k] })
+        } else {
+            None
+        }
     }
 
     /// Publishes `blocks` (this thread's `Shard::blocks`).
@@ -256,12 +371,15 @@ std::thread_local! {
     static SHARD: Shard = const {
         Shard {
             blocks: RefCell::new(Vec::new()),
+            fast: Cell::new(None),
+            allocating: Cell::new(false),
         }
     };
     static RECENT: Recent = const {
         Recent {
             blocks: Cell::new(core::ptr::null()),
             len: Cell::new(0),
+            fast: Cell::new(core::ptr::null()),
             countdown: Cell::new(0),
         }
     };
@@ -287,7 +405,7 @@ impl Shard {
         // Resizing frees the published buffer, and `take_block` may
         // allocate (with an allocator that locks an instrumented lock, this
         // is re-entered): nothing published until the list is whole again.
-        RECENT.with(Recent::forget);
+        RECENT.with(Recent::forget_blocks);
         let i = class as usize;
         if blocks.len() <= i {
             blocks.resize(i + 1, None);
@@ -354,6 +472,97 @@ fn with_fallback_block<R>(class: u32, f: impl FnOnce(&Block, Sampler) -> R) -> R
     b.refresh_epoch();
     // Updated under the mutex, so the one-writer rule holds.
     f(b, Sampler(false))
+}
+
+/// Which `FastCounts` counter counts acquisitions of `access`.
+#[inline(always)]
+fn fast_index(access: Access) -> usize {
+    if access.is_read() {
+        FAST_READS
+    } else {
+        FAST_WRITES
+    }
+}
+
+/// An uncontended acquisition (no wait to record): counts it; returns the
+/// clock if this hold is sampled, else 0. Inlined into the lock: for a
+/// class with a fast counter, a thread-local load, one counter store and
+/// the sampling countdown.
+#[inline(always)]
+pub(crate) fn acquired_uncontended(class: u32, access: Access) -> u64 {
+    let sampled = RECENT.with(|r| {
+        let c = r.fast_counter(class, fast_index(access))?;
+        bump(c, 1);
+        Some(r.sample())
+    });
+    match sampled {
+        Some(false) => 0,
+        Some(true) => sample_start(),
+        None => acquired_slow(class, access),
+    }
+}
+
+/// A sampled hold begins: the clock.
+#[cold]
+fn sample_start() -> u64 {
+    now_ns()
+}
+
+/// `acquired_uncontended` without a published fast counter: publishes the
+/// thread's array, or counts in the class's block.
+#[cold]
+fn acquired_slow(class: u32, access: Access) -> u64 {
+    if (class as usize) < FAST_CLASSES
+        && let Some(f) = fast_counts()
+    {
+        bump(&f.counts[class as usize][fast_index(access)], 1);
+        return if RECENT.with(Recent::sample) {
+            now_ns()
+        } else {
+            0
+        };
+    }
+    acquired(class, access, 0)
+}
+
+/// Counted like an uncontended acquisition, but nothing is held (no hold
+/// to sample).
+#[inline(always)]
+pub(crate) fn passed_uncontended(class: u32, access: Access) {
+    if !count_fast(class, fast_index(access)) {
+        passed(class, access, 0);
+    }
+}
+
+/// A per-CPU read took its slot's fast path.
+#[inline(always)]
+pub(crate) fn fast_read(class: u32) {
+    if !count_fast(class, FAST_PERCPU_READS) {
+        event(class, Event::FastRead);
+    }
+}
+
+/// Counts fast counter `k` of `class`; false if it has none (the caller
+/// counts in the block).
+#[inline(always)]
+fn count_fast(class: u32, k: usize) -> bool {
+    if let Some(c) = RECENT.with(|r| r.fast_counter(class, k)) {
+        bump(c, 1);
+        return true;
+    }
+    count_fast_slow(class, k)
+}
+
+/// `count_fast` without a published array.
+#[cold]
+fn count_fast_slow(class: u32, k: usize) -> bool {
+    if (class as usize) < FAST_CLASSES
+        && let Some(f) = fast_counts()
+    {
+        bump(&f.counts[class as usize][k], 1);
+        return true;
+    }
+    false
 }
 
 /// The slow path was entered: counts it, returns the clock for the wait.
@@ -428,6 +637,42 @@ pub(crate) fn reset() {
     // Relaxed: owners and snapshots compare epochs; a late view only makes
     // a few in-flight events count in the old epoch.
     EPOCH.fetch_add(1, Ordering::Relaxed);
+    // The fast counts: what they hold now is the new zero. Relaxed: a
+    // count stored by its owner that this load does not see yet counts
+    // after the reset (as an event in flight above).
+    for f in guard(&FAST_ALL).iter() {
+        for (counts, base) in f.counts.iter().zip(&f.base) {
+            for (c, b) in counts.iter().zip(base) {
+                b.store(c.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Runs `f(class, counts)` for every class with fast counts since the last
+/// reset, once per thread array (`counts` indexed by `FAST_READS`, ...).
+pub(crate) fn fast_counts_since_reset(mut f: impl FnMut(u32, [u64; FAST_COUNTERS])) {
+    // A copy, so that `f` may allocate (with an allocator on an
+    // instrumented lock, that may publish a new array) without the mutex.
+    let all = guard(&FAST_ALL).clone();
+    for fast in all {
+        for (class, (counts, base)) in fast.counts.iter().zip(&fast.base).enumerate() {
+            let mut since = [0; FAST_COUNTERS];
+            for (k, (c, b)) in counts.iter().zip(base).enumerate() {
+                // Relaxed: snapshots tolerate lag. After a reset that
+                // released the mutex before we took it, a count is at
+                // least its base (the reset read it); a reset running
+                // meanwhile may be seen ahead of the count: 0, not a
+                // wrapped difference.
+                since[k] = c
+                    .load(Ordering::Relaxed)
+                    .saturating_sub(b.load(Ordering::Relaxed));
+            }
+            if since != [0; FAST_COUNTERS] {
+                f(class as u32, since);
+            }
+        }
+    }
 }
 
 /// Runs `f` on every block that counts in the current epoch.

@@ -35,8 +35,8 @@
 //! # What is exact and what is sampled
 //! - **Counts are exact**: acquisitions, contended acquisitions, fast and
 //!   fallback reads, every slow-path event. An uncontended acquisition
-//!   costs a thread-local indexed load, one counter store in the thread's
-//!   own block and a countdown, no clock read.
+//!   costs a thread-local load, one counter store in the thread's own
+//!   counters and a countdown, no clock read.
 //! - **Wait times are exact**: every contended acquisition reads the clock
 //!   when it enters its slow path and when it gets the lock (it waits
 //!   anyway, so the clock read hides in the wait).
@@ -123,6 +123,7 @@ pub fn set_hold_sample(every: u32) {
 }
 
 /// The hold-time sampling rate; see [`set_hold_sample`].
+#[inline]
 pub fn hold_sample() -> u32 {
     HOLD_SAMPLE.load(Ordering::Relaxed)
 }

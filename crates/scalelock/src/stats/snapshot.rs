@@ -223,6 +223,18 @@ pub(crate) fn collect() -> Snapshot {
             long_holds: ev(Event::LongHold),
         });
     });
+    // Uncontended acquisitions and fast reads of the first classes are
+    // counted apart from the blocks (see the counters' "uncontended path").
+    counters::fast_counts_since_reset(|class, counts| {
+        let i = class as usize;
+        if i >= classes.len() {
+            classes.resize(i + 1, None);
+        }
+        let c = classes[i].get_or_insert_with(ClassStats::empty);
+        c.read.acquisitions += counts[counters::FAST_READS];
+        c.write.acquisitions += counts[counters::FAST_WRITES];
+        c.events.fast_reads += counts[counters::FAST_PERCPU_READS];
+    });
     let infos = registry::all();
     let classes = classes
         .into_iter()
