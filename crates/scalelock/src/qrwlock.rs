@@ -1073,10 +1073,12 @@ impl<P: Platform> RawQRwLock<P> {
         hook::start(self.class, LockKind::QRwLock, self.addr(), access)
     }
 
-    /// Where the core's slow-path events count: this lock's class.
+    /// Where the core's slow-path events count: this lock's class, on the
+    /// row of `access` (the waiting acquisition's: `Read`, or `Write` for
+    /// writes, upgradable reads and upgrades).
     #[inline]
-    pub(crate) fn events(&self) -> Events {
-        Events::of(self.class, LockKind::QRwLock)
+    pub(crate) fn events(&self, access: Access) -> Events {
+        Events::of(self.class, LockKind::QRwLock, access)
     }
 
     #[inline]
@@ -1121,9 +1123,10 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
         // as the core's, no reference to `p` passed into the slow path.
         if hook::COMPILED {
             self.core
-                .lock_shared_hooked(|| p.contended(), self.events());
+                .lock_shared_hooked(|| p.contended(), self.events(Access::Read));
         } else {
-            self.core.lock_shared_hooked(|| {}, self.events());
+            self.core
+                .lock_shared_hooked(|| {}, self.events(Access::Read));
         }
         p.acquired()
     }
@@ -1150,9 +1153,10 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
         // as the core's, no reference to `p` passed into the slow path.
         if hook::COMPILED {
             self.core
-                .lock_exclusive_hooked(|| p.contended(), self.events());
+                .lock_exclusive_hooked(|| p.contended(), self.events(Access::Write));
         } else {
-            self.core.lock_exclusive_hooked(|| {}, self.events());
+            self.core
+                .lock_exclusive_hooked(|| {}, self.events(Access::Write));
         }
         p.acquired()
     }
@@ -1210,9 +1214,10 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
         // as the core's, no reference to `p` passed into the slow path.
         if hook::COMPILED {
             self.core
-                .lock_upgradable_hooked(|| p.contended(), self.events());
+                .lock_upgradable_hooked(|| p.contended(), self.events(Access::Write));
         } else {
-            self.core.lock_upgradable_hooked(|| {}, self.events());
+            self.core
+                .lock_upgradable_hooked(|| {}, self.events(Access::Write));
         }
         p.acquired()
     }
@@ -1233,7 +1238,10 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
     unsafe fn upgrade(&self, guard: Held) -> Held {
         // The core's `upgrade`, with our events.
         // SAFETY: we hold an upgradable read (caller's contract).
-        let upgraded = unsafe { self.core.upgrade_until(Deadline::NEVER, self.events()) };
+        let upgraded = unsafe {
+            self.core
+                .upgrade_until(Deadline::NEVER, self.events(Access::Write))
+        };
         debug_assert!(upgraded);
         guard
     }
