@@ -360,19 +360,25 @@ impl<P: Platform> QRwCore<P> {
         let mut batch = BatchClock::start::<P>();
         let mut quiet = QuietPoll::new();
         loop {
+            if v & HANDOFF != 0 {
+                // A fair unlock ended the batch for us. Checked before
+                // `free`: the lock it left is usually free, and fast paths
+                // fail from now on, so there is nothing to settle.
+                ev.handoff();
+                return v;
+            }
             if free(v) {
                 for _ in 0..TUNING.settle_relaxes {
                     P::relax();
                 }
                 v = self.cnts.load(Ordering::Relaxed);
                 if free(v) {
+                    if v & HANDOFF != 0 {
+                        // A fair unlock came while we settled.
+                        ev.handoff();
+                    }
                     return v;
                 }
-            }
-            if v & HANDOFF != 0 {
-                // A fair unlock ended the batch for us.
-                ev.handoff();
-                return v;
             }
             if batch.elapsed::<P>(TUNING.batch_ns, TUNING.batch_polls) {
                 // We end the batch: our caller claims the lock next.
