@@ -1,26 +1,30 @@
 //! Where a lock core reports its slow-path events (lock statistics: pending
-//! path, queue depth, batch ends, hand-offs, parks and wakes).
+//! path, queue depth, batch ends, hand-offs, parks and wakes), per class
+//! and per read/write.
 //!
 //! The cores (`QSpinCore`, `QRwCore`, a per-CPU rwlock's slot wait) know
 //! nothing of classes: the public lock around them passes [`Events::of`]
-//! its class into each slow path, and a core used on its own (the cores'
-//! own `lock_api` impls, `SeqLock::lock_quiet`) passes [`Events::NONE`], so
-//! nothing is counted twice or under the wrong class. A nested core (a
-//! `QRwLock`'s queue lock, a `SeqLock`'s writer lock) reports under the
-//! class and kind of the lock it serves.
+//! its class, and the access of the acquisition that waits, into each slow
+//! path, and a core used on its own (the cores' own `lock_api` impls,
+//! `SeqLock::lock_quiet`) passes [`Events::NONE`], so nothing is counted
+//! twice or under the wrong class. A nested core (a `QRwLock`'s queue lock,
+//! a `SeqLock`'s writer lock) reports under the class and kind of the lock
+//! it serves, and the access of the acquisition it serves (a `QRwLock`
+//! reader waiting on the queue lock counts as a read).
 //!
 //! Zero-sized, and every method empty, without the `stats` feature: the
 //! slow paths compile as before.
 
-use crate::class::{ClassRef, LockKind};
+use crate::class::{Access, ClassRef, LockKind};
 #[cfg(feature = "stats")]
 use crate::hook;
 
-/// The class (and lock kind) a core's slow-path events count for, or none.
+/// The class (with its lock kind) and the access (read or write) a core's
+/// slow-path events count for, or none.
 #[derive(Clone, Copy)]
 pub(crate) struct Events {
     #[cfg(feature = "stats")]
-    to: Option<(ClassRef, LockKind)>,
+    to: Option<(ClassRef, LockKind, Access)>,
 }
 
 impl Events {
@@ -30,18 +34,20 @@ impl Events {
         to: None,
     };
 
-    /// Counts for `class`, as a lock of type `kind`.
+    /// Counts for `class`, as a lock of type `kind`, on the row of
+    /// `access` (the acquisition that waits: an upgradable read counts as a
+    /// write, as its acquisitions do).
     #[inline]
-    pub(crate) const fn of(class: ClassRef, kind: LockKind) -> Events {
+    pub(crate) const fn of(class: ClassRef, kind: LockKind, access: Access) -> Events {
         #[cfg(feature = "stats")]
         {
             Events {
-                to: Some((class, kind)),
+                to: Some((class, kind, access)),
             }
         }
         #[cfg(not(feature = "stats"))]
         {
-            let _ = (class, kind);
+            let _ = (class, kind, access);
             Events {}
         }
     }
@@ -59,8 +65,8 @@ impl Events {
     #[inline]
     pub(crate) fn pending_path(self) {
         #[cfg(feature = "stats")]
-        if let Some((class, kind)) = self.to {
-            hook::pending_path(class, kind);
+        if let Some((class, kind, access)) = self.to {
+            hook::pending_path(class, kind, access);
         }
     }
 
@@ -68,8 +74,8 @@ impl Events {
     #[cfg(feature = "stats")]
     #[inline]
     pub(crate) fn queue_depth(self, depth: u32) {
-        if let Some((class, kind)) = self.to {
-            hook::queue_depth(class, kind, depth);
+        if let Some((class, kind, access)) = self.to {
+            hook::queue_depth(class, kind, access, depth);
         }
     }
 
@@ -77,8 +83,8 @@ impl Events {
     #[inline]
     pub(crate) fn batch_end(self) {
         #[cfg(feature = "stats")]
-        if let Some((class, kind)) = self.to {
-            hook::batch_end(class, kind);
+        if let Some((class, kind, access)) = self.to {
+            hook::batch_end(class, kind, access);
         }
     }
 
@@ -87,8 +93,8 @@ impl Events {
     #[inline]
     pub(crate) fn handoff(self) {
         #[cfg(feature = "stats")]
-        if let Some((class, kind)) = self.to {
-            hook::handoff(class, kind);
+        if let Some((class, kind, access)) = self.to {
+            hook::handoff(class, kind, access);
         }
     }
 
@@ -96,8 +102,8 @@ impl Events {
     #[inline]
     pub(crate) fn park(self) {
         #[cfg(feature = "stats")]
-        if let Some((class, kind)) = self.to {
-            hook::park(class, kind);
+        if let Some((class, kind, access)) = self.to {
+            hook::park(class, kind, access);
         }
     }
 
@@ -106,8 +112,8 @@ impl Events {
     #[inline]
     pub(crate) fn wake(self, spurious: bool) {
         #[cfg(feature = "stats")]
-        if let Some((class, kind)) = self.to {
-            hook::wake(class, kind, spurious);
+        if let Some((class, kind, access)) = self.to {
+            hook::wake(class, kind, access, spurious);
         }
         #[cfg(not(feature = "stats"))]
         let _ = spurious;

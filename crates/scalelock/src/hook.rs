@@ -10,7 +10,7 @@
 //! let mut p = hook::start(class, kind, addr, access);   // lockdep checks here, before any waiting
 //! if !fast_path() {
 //!     p.contended();                                   // slow path entered: wait clock starts
-//!     ...  hook::park(class, kind); hook::wake(class, kind, spurious); ...
+//!     ...  hook::park(class, kind, access); hook::wake(class, kind, access, spurious); ...
 //!     slow_path();
 //! }
 //! let held = p.acquired();                             // counted; hold time sampled 1 in N
@@ -575,7 +575,47 @@ fn try_acquired_active(
     held
 }
 
-/// Defines slow-path event hooks: one Relaxed load when statistics are off.
+/// Defines slow-path event hooks, counted per class and per read/write
+/// (`access`: that of the acquisition that waits; an upgradable read counts
+/// as a write, as its acquisition does): one Relaxed load when statistics
+/// are off.
+macro_rules! wait_event_hooks {
+    ($($(#[$doc:meta])* $name:ident => $event:ident;)*) => {
+        $(
+            $(#[$doc])*
+            #[inline]
+            pub fn $name(class: ClassRef, kind: LockKind, access: Access) {
+                #[cfg(feature = "stats")]
+                if active::load() & active::STATS != 0 {
+                    crate::stats::counters::wait_event(
+                        class.resolve(kind).index,
+                        access,
+                        crate::stats::counters::WaitEvent::$event,
+                    );
+                }
+                #[cfg(not(feature = "stats"))]
+                let _ = (class, kind, access);
+            }
+        )*
+    };
+}
+
+wait_event_hooks! {
+    /// The second contender waited on the lock word without queueing
+    /// (qspinlock's pending bit).
+    pending_path => PendingPath;
+    /// A holder's batch ended (it raised the hand-off flag after its bounded
+    /// run of re-acquisitions).
+    batch_end => BatchEnd;
+    /// The lock was handed to a waiter that had claimed it (no newcomer
+    /// could take it first).
+    handoff => Handoff;
+    /// A waiter went to sleep (futex wait, or the platform's `wait`).
+    park => Park;
+}
+
+/// Defines per-class event hooks (events of one access mode by nature):
+/// one Relaxed load when statistics are off.
 macro_rules! event_hooks {
     ($($(#[$doc:meta])* $name:ident => $event:ident;)*) => {
         $(
@@ -597,17 +637,6 @@ macro_rules! event_hooks {
 }
 
 event_hooks! {
-    /// The second contender waited on the lock word without queueing
-    /// (qspinlock's pending bit).
-    pending_path => PendingPath;
-    /// A holder's batch ended (it raised the hand-off flag after its bounded
-    /// run of re-acquisitions).
-    batch_end => BatchEnd;
-    /// The lock was handed to a waiter that had claimed it (no newcomer
-    /// could take it first).
-    handoff => Handoff;
-    /// A waiter went to sleep (futex wait, or the platform's `wait`).
-    park => Park;
     /// A RefreshOnce caller was served by another caller's update.
     refresh_coalesced => RefreshCoalesced;
     /// A SeqLock read overlapped a write and retried.
@@ -615,35 +644,36 @@ event_hooks! {
 }
 
 /// A sleeping waiter woke up; `spurious` if what it waited for had not
-/// happened (it goes back to waiting).
+/// happened (it goes back to waiting). Counted for `access`, as [`park`].
 #[inline]
-pub fn wake(class: ClassRef, kind: LockKind, spurious: bool) {
+pub fn wake(class: ClassRef, kind: LockKind, access: Access, spurious: bool) {
     #[cfg(feature = "stats")]
     if active::load() & active::STATS != 0 {
-        use crate::stats::counters::Event;
-        crate::stats::counters::event(
+        use crate::stats::counters::WaitEvent;
+        crate::stats::counters::wait_event(
             class.resolve(kind).index,
+            access,
             if spurious {
-                Event::SpuriousWake
+                WaitEvent::SpuriousWake
             } else {
-                Event::Wake
+                WaitEvent::Wake
             },
         );
     }
     #[cfg(not(feature = "stats"))]
-    let _ = (class, kind, spurious);
+    let _ = (class, kind, access, spurious);
 }
 
 /// A waiter joined a queue `depth` long (itself included); the class keeps
-/// the maximum.
+/// the maximum per access (`access`: the waiter's, as for [`park`]).
 #[inline]
-pub fn queue_depth(class: ClassRef, kind: LockKind, depth: u32) {
+pub fn queue_depth(class: ClassRef, kind: LockKind, access: Access, depth: u32) {
     #[cfg(feature = "stats")]
     if active::load() & active::STATS != 0 {
-        crate::stats::counters::queue_depth(class.resolve(kind).index, u64::from(depth));
+        crate::stats::counters::queue_depth(class.resolve(kind).index, access, u64::from(depth));
     }
     #[cfg(not(feature = "stats"))]
-    let _ = (class, kind, depth);
+    let _ = (class, kind, access, depth);
 }
 
 /// A per-CPU rwlock writer revoked the reader bias, which took `cost_ns`

@@ -78,9 +78,9 @@
 //!   callers), [`QSpinLock`], [`QRwLock`] and [`PerCpuRwLock`]
 //!   (acquisitions, contended acquisitions, wait and hold times, reads and
 //!   writes apart; `PerCpuRwLock` also fast and fallback reads and
-//!   revocations with their cost). Not reported yet: the queued locks'
-//!   slow-path events (pending path, queue depth, batch ends, hand-offs,
-//!   parks and wakes).
+//!   revocations with their cost), and the queued locks' slow-path events
+//!   (pending path, queue depth, batch ends, hand-offs, parks and wakes),
+//!   also per read/write.
 //! - `lockdep`: lock-order checking that reports a possible deadlock at the
 //!   first acquisition that closes a cycle, and recursive locking
 //!   (`lockdep` module), for the locks that call the hooks (the same ones

@@ -413,10 +413,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 
     /// Where the slow paths' events count (the underlying lock's and the
-    /// writer's slot waits): this lock's class.
+    /// writer's slot waits): this lock's class, on the row of `access` (the
+    /// waiting acquisition's; a writer's slot waits are writes).
     #[inline]
-    fn events(&self) -> Events {
-        Events::of(self.class, LockKind::PerCpuRwLock)
+    fn events(&self, access: Access) -> Events {
+        Events::of(self.class, LockKind::PerCpuRwLock, access)
     }
 
     #[inline]
@@ -602,7 +603,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         wait: Option<impl FnOnce()>,
     ) -> PerCpuReadToken {
         match wait {
-            Some(contended) => self.inner.lock_shared_hooked(contended, self.events()),
+            Some(contended) => self
+                .inner
+                .lock_shared_hooked(contended, self.events(Access::RecursiveRead)),
             None => unreachable!("read_inhibited_free waits"),
         }
         self.enter_inhibited(s, slot)
@@ -697,7 +700,8 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if let Some(token) = self.try_lock_shared_fast(Some(&mut contended)) {
             return token;
         }
-        self.inner.lock_shared_hooked(contended, self.events());
+        self.inner
+            .lock_shared_hooked(contended, self.events(Access::RecursiveRead));
         self.enter_underlying(mine)
     }
 
@@ -819,7 +823,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let mut drained = true;
         P::reader_slots_in_use(|i| {
             if drained && let Some(slot) = table.slot(i) {
-                drained = wait_slot::<P>(slot, id, deadline, self.events());
+                drained = wait_slot::<P>(slot, id, deadline, self.events(Access::Write));
             }
         });
         if !drained {
@@ -1133,9 +1137,10 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         let mut p = self.start(Access::Write);
         if hook::COMPILED {
             self.inner
-                .lock_exclusive_hooked(|| p.contended(), self.events());
+                .lock_exclusive_hooked(|| p.contended(), self.events(Access::Write));
         } else {
-            self.inner.lock_exclusive_hooked(|| {}, self.events());
+            self.inner
+                .lock_exclusive_hooked(|| {}, self.events(Access::Write));
         }
         let next = self.revoke_and_decide();
         PerCpuWriteToken {
@@ -1312,9 +1317,10 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
         let mut p = self.start(Access::Write);
         if hook::COMPILED {
             self.inner
-                .lock_upgradable_hooked(|| p.contended(), self.events());
+                .lock_upgradable_hooked(|| p.contended(), self.events(Access::Write));
         } else {
-            self.inner.lock_upgradable_hooked(|| {}, self.events());
+            self.inner
+                .lock_upgradable_hooked(|| {}, self.events(Access::Write));
         }
         p.acquired()
     }
@@ -1341,7 +1347,10 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
         // is over), and fast readers would then share our write.
         // (The core's `upgrade`, with our events.)
         // SAFETY: the guard came from `lock_upgradable` (caller's contract).
-        let upgraded = unsafe { self.inner.upgrade_until(Deadline::NEVER, self.events()) };
+        let upgraded = unsafe {
+            self.inner
+                .upgrade_until(Deadline::NEVER, self.events(Access::Write))
+        };
         debug_assert!(upgraded);
         PerCpuWriteToken {
             next: self.revoke_and_decide(),

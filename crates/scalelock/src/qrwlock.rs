@@ -360,19 +360,25 @@ impl<P: Platform> QRwCore<P> {
         let mut batch = BatchClock::start::<P>();
         let mut quiet = QuietPoll::new();
         loop {
+            if v & HANDOFF != 0 {
+                // A fair unlock ended the batch for us. Checked before
+                // `free`: the lock it left is usually free, and fast paths
+                // fail from now on, so there is nothing to settle.
+                ev.handoff();
+                return v;
+            }
             if free(v) {
                 for _ in 0..TUNING.settle_relaxes {
                     P::relax();
                 }
                 v = self.cnts.load(Ordering::Relaxed);
                 if free(v) {
+                    if v & HANDOFF != 0 {
+                        // A fair unlock came while we settled.
+                        ev.handoff();
+                    }
                     return v;
                 }
-            }
-            if v & HANDOFF != 0 {
-                // A fair unlock ended the batch for us.
-                ev.handoff();
-                return v;
             }
             if batch.elapsed::<P>(TUNING.batch_ns, TUNING.batch_polls) {
                 // We end the batch: our caller claims the lock next.
@@ -1073,10 +1079,12 @@ impl<P: Platform> RawQRwLock<P> {
         hook::start(self.class, LockKind::QRwLock, self.addr(), access)
     }
 
-    /// Where the core's slow-path events count: this lock's class.
+    /// Where the core's slow-path events count: this lock's class, on the
+    /// row of `access` (the waiting acquisition's: `Read`, or `Write` for
+    /// writes, upgradable reads and upgrades).
     #[inline]
-    pub(crate) fn events(&self) -> Events {
-        Events::of(self.class, LockKind::QRwLock)
+    pub(crate) fn events(&self, access: Access) -> Events {
+        Events::of(self.class, LockKind::QRwLock, access)
     }
 
     #[inline]
@@ -1121,9 +1129,10 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
         // as the core's, no reference to `p` passed into the slow path.
         if hook::COMPILED {
             self.core
-                .lock_shared_hooked(|| p.contended(), self.events());
+                .lock_shared_hooked(|| p.contended(), self.events(Access::Read));
         } else {
-            self.core.lock_shared_hooked(|| {}, self.events());
+            self.core
+                .lock_shared_hooked(|| {}, self.events(Access::Read));
         }
         p.acquired()
     }
@@ -1150,9 +1159,10 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
         // as the core's, no reference to `p` passed into the slow path.
         if hook::COMPILED {
             self.core
-                .lock_exclusive_hooked(|| p.contended(), self.events());
+                .lock_exclusive_hooked(|| p.contended(), self.events(Access::Write));
         } else {
-            self.core.lock_exclusive_hooked(|| {}, self.events());
+            self.core
+                .lock_exclusive_hooked(|| {}, self.events(Access::Write));
         }
         p.acquired()
     }
@@ -1210,9 +1220,10 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
         // as the core's, no reference to `p` passed into the slow path.
         if hook::COMPILED {
             self.core
-                .lock_upgradable_hooked(|| p.contended(), self.events());
+                .lock_upgradable_hooked(|| p.contended(), self.events(Access::Write));
         } else {
-            self.core.lock_upgradable_hooked(|| {}, self.events());
+            self.core
+                .lock_upgradable_hooked(|| {}, self.events(Access::Write));
         }
         p.acquired()
     }
@@ -1233,7 +1244,10 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
     unsafe fn upgrade(&self, guard: Held) -> Held {
         // The core's `upgrade`, with our events.
         // SAFETY: we hold an upgradable read (caller's contract).
-        let upgraded = unsafe { self.core.upgrade_until(Deadline::NEVER, self.events()) };
+        let upgraded = unsafe {
+            self.core
+                .upgrade_until(Deadline::NEVER, self.events(Access::Write))
+        };
         debug_assert!(upgraded);
         guard
     }

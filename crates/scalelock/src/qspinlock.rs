@@ -762,10 +762,11 @@ impl<P: Platform> RawQSpinLock<P> {
         self as *const Self as usize
     }
 
-    /// Where the core's slow-path events count: this lock's class.
+    /// Where the core's slow-path events count: this lock's class, as
+    /// writes (a mutex's acquisitions are exclusive).
     #[inline]
     pub(crate) fn events(&self) -> Events {
-        Events::of(self.class, LockKind::QSpinLock)
+        Events::of(self.class, LockKind::QSpinLock, Access::Write)
     }
 
     /// The state word, for diagnostics: (locked, flags, tail).

@@ -321,16 +321,17 @@ impl<T: NoUninit, P: Platform> RefreshOnce<T, P> {
         self as *const Self as usize
     }
 
-    /// Sleeps in `P::wait(word, expected)`, telling statistics.
+    /// Sleeps in `P::wait(word, expected)`, telling statistics (as a
+    /// write, as `refresh` is counted).
     #[inline]
     fn wait(&self, word: &AtomicU32, expected: u32) {
-        hook::park(self.class(), LockKind::RefreshOnce);
+        hook::park(self.class(), LockKind::RefreshOnce, Access::Write);
         P::wait(word, expected);
         if hook::COMPILED {
             // Relaxed: a statistic; a wake-up that left the word unchanged
             // was spurious (or raced with a change and its undo).
             let spurious = word.load(Ordering::Relaxed) == expected;
-            hook::wake(self.class(), LockKind::RefreshOnce, spurious);
+            hook::wake(self.class(), LockKind::RefreshOnce, Access::Write, spurious);
         }
     }
 

@@ -389,7 +389,7 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
             // The writer lock's events count for this SeqLock's class.
             self.lock
                 .core
-                .lock_slow(Events::of(self.class(), LockKind::SeqLock));
+                .lock_slow(Events::of(self.class(), LockKind::SeqLock, Access::Write));
         }
         SeqLockWriteGuard {
             lock: self,

@@ -25,12 +25,14 @@ fn class(
             contended: contended.0,
             wait: TimeStats::from_samples(&vec![500; contended.0.min(100) as usize]),
             hold: TimeStats::from_samples(if reads != 0 { hold_ns } else { &[] }),
+            ..AccessStats::default()
         },
         write: AccessStats {
             acquisitions: writes,
             contended: contended.1,
             wait: TimeStats::from_samples(&vec![500; contended.1.min(100) as usize]),
             hold: TimeStats::from_samples(if writes != 0 { hold_ns } else { &[] }),
+            ..AccessStats::default()
         },
         events: Events::default(),
     }

@@ -21,24 +21,38 @@ fn every_event_hook_lands_in_its_field() {
     static EV: LockClass = LockClass::new("events");
     let c = ClassRef::of(&EV);
     let k = LockKind::Other;
-    hook::pending_path(c, k);
+    // Slow-path events on the write row.
+    let w = Access::Write;
+    hook::pending_path(c, k, w);
     for _ in 0..2 {
-        hook::batch_end(c, k);
+        hook::batch_end(c, k, w);
     }
     for _ in 0..3 {
-        hook::handoff(c, k);
+        hook::handoff(c, k, w);
     }
     for _ in 0..4 {
-        hook::park(c, k);
+        hook::park(c, k, w);
     }
     for _ in 0..5 {
-        hook::wake(c, k, false);
+        hook::wake(c, k, w, false);
     }
     for _ in 0..6 {
-        hook::wake(c, k, true);
+        hook::wake(c, k, w, true);
     }
     for d in [3, 7, 5] {
-        hook::queue_depth(c, k, d);
+        hook::queue_depth(c, k, w, d);
+    }
+    // And others on the read row (both read accesses land there).
+    hook::pending_path(c, k, Access::Read);
+    hook::handoff(c, k, Access::RecursiveRead);
+    for _ in 0..2 {
+        hook::park(c, k, Access::Read);
+        hook::wake(c, k, Access::Read, false);
+    }
+    hook::wake(c, k, Access::RecursiveRead, true);
+    hook::batch_end(c, k, Access::Read);
+    for d in [2, 9, 4] {
+        hook::queue_depth(c, k, Access::Read, d);
     }
     hook::revocation(c, k, 100);
     hook::revocation(c, k, 5_000);
@@ -59,15 +73,32 @@ fn every_event_hook_lands_in_its_field() {
     }
 
     let s = class_stats("events");
-    let e = &s.events;
     assert_eq!(s.kind, Some(LockKind::Other));
-    assert_eq!(e.pending_path, 1);
-    assert_eq!(e.batch_ends, 2);
-    assert_eq!(e.handoffs, 3);
-    assert_eq!(e.parks, 4);
-    assert_eq!(e.wakes, 5);
-    assert_eq!(e.spurious_wakes, 6);
-    assert_eq!(e.queue_depth_max, 7);
+    let we = &s.write.events;
+    assert_eq!(we.pending_path, 1);
+    assert_eq!(we.batch_ends, 2);
+    assert_eq!(we.handoffs, 3);
+    assert_eq!(we.parks, 4);
+    assert_eq!(we.wakes, 5);
+    assert_eq!(we.spurious_wakes, 6);
+    assert_eq!(we.queue_depth_max, 7);
+    let re = &s.read.events;
+    assert_eq!(
+        (re.pending_path, re.batch_ends, re.handoffs),
+        (1, 1, 1),
+        "{re:?}"
+    );
+    assert_eq!((re.parks, re.wakes, re.spurious_wakes), (2, 2, 1), "{re:?}");
+    assert_eq!(re.queue_depth_max, 9);
+    // The class totals: sums, and the larger maximum.
+    let e = &s.events;
+    assert_eq!(e.pending_path, 2);
+    assert_eq!(e.batch_ends, 3);
+    assert_eq!(e.handoffs, 4);
+    assert_eq!(e.parks, 6);
+    assert_eq!(e.wakes, 7);
+    assert_eq!(e.spurious_wakes, 7);
+    assert_eq!(e.queue_depth_max, 9);
     assert_eq!(e.seqlock_retries, 7);
     assert_eq!(e.refresh_coalesced, 8);
     assert_eq!(e.fast_reads, 9);
@@ -84,6 +115,27 @@ fn every_event_hook_lands_in_its_field() {
     // p50 is the upper bound of 100's bucket [64, 127]; p99 is capped by
     // the maximum.
     assert_eq!((r.p50_ns, r.p99_ns), (127, 5_000));
+    // The table shows each row's events on its own line.
+    let table = stats::snapshot().to_string();
+    let lines: Vec<&str> = table.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("events "))
+        .expect("the class's row");
+    assert!(
+        lines[at + 1..].contains(
+            &"  write events: pending-path 1, queue-max 7, batch-ends 2, handoffs 3, \
+              parks 4, wakes 5, spurious-wakes 6"
+        ),
+        "{table}"
+    );
+    assert!(
+        lines[at + 1..].contains(
+            &"  read events: pending-path 1, queue-max 9, batch-ends 1, handoffs 1, \
+              parks 2, wakes 2, spurious-wakes 1"
+        ),
+        "{table}"
+    );
 }
 
 #[test]
@@ -91,7 +143,7 @@ fn site_classes_are_one_class_per_site() {
     stats_setup();
     let sites: Vec<ClassRef> = (0..3).map(|_| ClassRef::here()).collect();
     for c in &sites {
-        hook::park(*c, LockKind::Other);
+        hook::park(*c, LockKind::Other, Access::Write);
     }
     let snap = stats::snapshot();
     let mine: Vec<_> = snap

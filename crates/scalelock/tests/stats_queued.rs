@@ -1,7 +1,8 @@
-//! Lock statistics of the queued locks (QSpinLock; QRwLock and PerCpuRwLock
-//! as they get instrumented), with contention made deterministic: the test
-//! holds the lock and waits until the statistics show every contender
-//! waiting before it releases.
+//! Lock statistics of the queued locks (QSpinLock, QRwLock, PerCpuRwLock),
+//! with contention made deterministic: the test holds the lock and waits
+//! until the statistics show every contender waiting before it releases.
+//! Slow-path events land on the row of the access that waited (a reader's
+//! on `read`, a writer's on `write`).
 //! Run: `cargo test -p scalelock --features stats --test stats_queued`
 #![cfg(feature = "stats")]
 
@@ -12,7 +13,7 @@ use std::thread;
 use std::time::Duration;
 
 use hook_lock::{class_stats, stats_setup, wait_until};
-use scalelock::stats::{self, bucket_of};
+use scalelock::stats::{self, WaitEvents, bucket_of};
 use scalelock::{
     ClassRef, LockClass, LockKind, PerCpuRwLock, QRwLock, QRwLockReadGuard,
     QRwLockUpgradableReadGuard, QRwLockWriteGuard, QSpinLock, RawPerCpuRwLock, RawQRwLock,
@@ -362,6 +363,39 @@ fn events(name: &str) -> stats::Events {
         .unwrap_or_default()
 }
 
+/// Waits on its barrier when dropped, also while a failed check unwinds.
+struct WaitOnDrop<'a>(&'a Barrier);
+
+impl Drop for WaitOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.wait();
+    }
+}
+
+/// The slow-path events of class `name`'s reads and writes.
+fn row_events(name: &str) -> (WaitEvents, WaitEvents) {
+    stats::snapshot()
+        .class(name)
+        .map(|c| (c.read.events.clone(), c.write.events.clone()))
+        .unwrap_or_default()
+}
+
+/// The class totals are the sums of the rows (the larger queue maximum).
+fn assert_totals(st: &stats::ClassStats) {
+    let (r, w, e) = (&st.read.events, &st.write.events, &st.events);
+    assert_eq!(e.pending_path, r.pending_path + w.pending_path, "{st:?}");
+    assert_eq!(e.batch_ends, r.batch_ends + w.batch_ends, "{st:?}");
+    assert_eq!(e.handoffs, r.handoffs + w.handoffs, "{st:?}");
+    assert_eq!(e.parks, r.parks + w.parks, "{st:?}");
+    assert_eq!(e.wakes, r.wakes + w.wakes, "{st:?}");
+    assert_eq!(e.spurious_wakes, r.spurious_wakes + w.spurious_wakes);
+    assert_eq!(
+        e.queue_depth_max,
+        r.queue_depth_max.max(w.queue_depth_max),
+        "{st:?}"
+    );
+}
+
 /// The tail of a queued spinlock's word (0: no queue).
 fn qspin_tail(l: &QSpinLock<u64>) -> u16 {
     // SAFETY: only reads the raw lock's state word.
@@ -412,6 +446,12 @@ fn qspinlock_slow_path_events() {
     assert!(e.batch_ends >= 1, "{e:?}");
     // Every sleep ended (with a wake, spurious or not).
     assert_eq!(e.wakes + e.spurious_wakes, e.parks, "{e:?}");
+    // A QSpinLock is all writes: every event is on the write row.
+    let st = class_stats("qspin-events");
+    assert_eq!(st.read.events, WaitEvents::default(), "{st:?}");
+    assert_eq!(st.write.events.parks, e.parks, "{st:?}");
+    assert_eq!(st.write.events.queue_depth_max, 2, "{st:?}");
+    assert_totals(&st);
 }
 
 /// A fair unlock reserves the lock for the word waiter: a hand-off, batch
@@ -459,11 +499,80 @@ fn qrwlock_slow_path_events() {
         *g = 1;
     });
     assert_eq!(*L.read(), 2);
-    let e = class_stats("qrw-events").events;
+    let st = class_stats("qrw-events");
+    let e = &st.events;
     assert_eq!(e.pending_path, 1, "{e:?}");
     assert!(e.batch_ends >= 1, "{e:?}");
     assert!(e.parks >= 1, "{e:?}");
     assert_eq!(e.wakes + e.spurious_wakes, e.parks, "{e:?}");
+    // The reader's batch end and sleep are reads; the writer's wait on the
+    // queue lock is a write.
+    let (r, w) = (&st.read.events, &st.write.events);
+    assert!(r.batch_ends >= 1 && r.parks >= 1, "{st:?}");
+    assert_eq!(r.pending_path, 0, "{st:?}");
+    assert_eq!(w.pending_path, 1, "{st:?}");
+    assert_totals(&st);
+}
+
+/// QRwLock: a writer waiting behind readers counts its batch end and its
+/// sleep on the write row; a reader arriving behind the waiting writer
+/// queues on the queue lock (pending path, batch end, sleep, and the
+/// hand-off of the queue lock when the writer is done) on the read row.
+#[test]
+fn qrwlock_events_land_on_the_waiting_access_row() {
+    stats_setup();
+    const NAME: &str = "qrw-rows";
+    static C: LockClass = LockClass::new(NAME);
+    static L: QRwLock<u64> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&C)), 0);
+    let held = Barrier::new(2);
+    let release = Barrier::new(2);
+    thread::scope(|s| {
+        // Two readers hold the lock: we and a thread. Both let go at the
+        // end of this scope, also when a check below fails (the scope then
+        // joins the threads before it panics).
+        let r = L.read();
+        s.spawn(|| {
+            let r = L.read();
+            held.wait();
+            release.wait();
+            drop(r);
+        });
+        held.wait();
+        let _release = WaitOnDrop(&release);
+        s.spawn(|| *L.write() += 1);
+        wait_until("the writer ended the batch and sleeps", || {
+            let (_, w) = row_events(NAME);
+            w.batch_ends == 1 && w.parks >= 1
+        });
+        // Only the writer waits so far, and its events are writes.
+        assert_eq!(row_events(NAME).0, WaitEvents::default());
+        // The writer set W_WAITING: a new reader queues behind it, on the
+        // queue lock the writer holds.
+        s.spawn(|| assert_eq!(*L.read(), 1));
+        wait_until("the reader waits on the queue lock and sleeps", || {
+            let (r, _) = row_events(NAME);
+            r.pending_path == 1 && r.batch_ends >= 1 && r.parks >= 1
+        });
+        drop(r);
+    });
+    assert_eq!(*L.read(), 1);
+
+    let st = class_stats(NAME);
+    let (r, w) = (&st.read.events, &st.write.events);
+    // The writer: one batch end, its sleeps on the count word, no queue.
+    assert_eq!(w.batch_ends, 1, "{st:?}");
+    assert!(w.parks >= 1, "{st:?}");
+    assert_eq!(w.wakes + w.spurious_wakes, w.parks, "{st:?}");
+    assert_eq!((w.pending_path, w.handoffs), (0, 0), "{st:?}");
+    // The reader: the pending path of the queue lock, whose release by the
+    // writer was reserved for it.
+    assert_eq!(r.pending_path, 1, "{st:?}");
+    assert!(r.batch_ends >= 1 && r.parks >= 1, "{st:?}");
+    assert_eq!(r.wakes + r.spurious_wakes, r.parks, "{st:?}");
+    assert_eq!(r.handoffs, 1, "{st:?}");
+    // Contended: the writer and the late reader.
+    assert_eq!((st.write.contended, st.read.contended), (1, 1), "{st:?}");
+    assert_totals(&st);
 }
 
 /// PerCpuRwLock: a writer revoking the bias parks on the slot of our fast
@@ -487,9 +596,14 @@ fn percpu_writer_parks_on_a_fast_read() {
         drop(r);
     });
     assert_eq!(*L.read(), 1);
-    let e = class_stats("percpu-events").events;
+    let st = class_stats("percpu-events");
+    let e = &st.events;
     assert!(e.parks >= 1, "{e:?}");
     assert_eq!(e.wakes + e.spurious_wakes, e.parks, "{e:?}");
     // The writer did not wait for the underlying lock.
-    assert_eq!(class_stats("percpu-events").write.contended, 0);
+    assert_eq!(st.write.contended, 0);
+    // Its slot waits are writes.
+    assert_eq!(st.write.events.parks, e.parks, "{st:?}");
+    assert_eq!(st.read.events, WaitEvents::default(), "{st:?}");
+    assert_totals(&st);
 }

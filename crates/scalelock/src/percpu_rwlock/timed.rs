@@ -84,7 +84,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
         if !self
             .inner
-            .lock_shared_until(contended, || deadline, self.events())
+            .lock_shared_until(contended, || deadline, self.events(Access::RecursiveRead))
         {
             return None;
         }
@@ -97,11 +97,14 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let mut p = self.start_timed(Access::Write);
         let lazy = LazyDeadline::new(deadline);
         let locked = if hook::COMPILED {
-            self.inner
-                .lock_exclusive_until(|| p.contended(), || lazy.get(), self.events())
+            self.inner.lock_exclusive_until(
+                || p.contended(),
+                || lazy.get(),
+                self.events(Access::Write),
+            )
         } else {
             self.inner
-                .lock_exclusive_until(|| {}, || lazy.get(), self.events())
+                .lock_exclusive_until(|| {}, || lazy.get(), self.events(Access::Write))
         };
         if !locked {
             p.timed_out();
@@ -128,7 +131,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let mut p = self.start_timed(Access::Write);
         if self
             .inner
-            .lock_upgradable_until(|| p.contended(), deadline, self.events())
+            .lock_upgradable_until(|| p.contended(), deadline, self.events(Access::Write))
         {
             Some(p.acquired())
         } else {
@@ -152,7 +155,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // SAFETY: we hold an upgradable read (caller's contract).
         if !unsafe {
             self.inner
-                .upgrade_until_keeping_queue(deadline, self.events())
+                .upgrade_until_keeping_queue(deadline, self.events(Access::Write))
         } {
             return Err(guard);
         }

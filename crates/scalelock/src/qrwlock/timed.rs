@@ -166,9 +166,10 @@ impl<P: Platform> RawQRwLock<P> {
         let mut p = self.start_timed(Access::Read);
         let acquired = if hook::COMPILED {
             self.core
-                .lock_shared_until(|| p.contended(), deadline, self.events())
+                .lock_shared_until(|| p.contended(), deadline, self.events(Access::Read))
         } else {
-            self.core.lock_shared_until(|| {}, deadline, self.events())
+            self.core
+                .lock_shared_until(|| {}, deadline, self.events(Access::Read))
         };
         timed_end(p, acquired)
     }
@@ -179,10 +180,10 @@ impl<P: Platform> RawQRwLock<P> {
         let mut p = self.start_timed(Access::Write);
         let acquired = if hook::COMPILED {
             self.core
-                .lock_exclusive_until(|| p.contended(), deadline, self.events())
+                .lock_exclusive_until(|| p.contended(), deadline, self.events(Access::Write))
         } else {
             self.core
-                .lock_exclusive_until(|| {}, deadline, self.events())
+                .lock_exclusive_until(|| {}, deadline, self.events(Access::Write))
         };
         timed_end(p, acquired)
     }
@@ -190,9 +191,9 @@ impl<P: Platform> RawQRwLock<P> {
     /// As `read_timed`, for an upgradable read (a write to the hooks).
     fn upgradable_timed(&self, deadline: Deadline) -> Option<Held> {
         let mut p = self.start_timed(Access::Write);
-        let acquired = self
-            .core
-            .lock_upgradable_until(|| p.contended(), deadline, self.events());
+        let acquired =
+            self.core
+                .lock_upgradable_until(|| p.contended(), deadline, self.events(Access::Write));
         timed_end(p, acquired)
     }
 }
@@ -252,7 +253,7 @@ unsafe impl<P: TimedPlatform> RawRwLockUpgradeTimed for RawQRwLock<P> {
         // SAFETY: we hold an upgradable read (caller's contract).
         if unsafe {
             self.core
-                .upgrade_until(Deadline::after::<P>(timeout), self.events())
+                .upgrade_until(Deadline::after::<P>(timeout), self.events(Access::Write))
         } {
             Ok(guard)
         } else {
@@ -263,7 +264,10 @@ unsafe impl<P: TimedPlatform> RawRwLockUpgradeTimed for RawQRwLock<P> {
     unsafe fn try_upgrade_until(&self, guard: Held, timeout: P::Instant) -> Result<Held, Held> {
         let deadline = Deadline::at(P::deadline_ns(&timeout));
         // SAFETY: we hold an upgradable read (caller's contract).
-        if unsafe { self.core.upgrade_until(deadline, self.events()) } {
+        if unsafe {
+            self.core
+                .upgrade_until(deadline, self.events(Access::Write))
+        } {
             Ok(guard)
         } else {
             Err(guard)

@@ -54,15 +54,9 @@ use super::clock::now_ns;
 use super::histogram::{LiveHistogram, bump, raise};
 use crate::class::Access;
 
-/// Slow-path and per-kind events counted per class.
+/// Per-kind events counted per class.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Event {
-    PendingPath,
-    BatchEnd,
-    Handoff,
-    Park,
-    Wake,
-    SpuriousWake,
     FastRead,
     FallbackRead,
     SeqlockRetry,
@@ -71,7 +65,28 @@ pub(crate) enum Event {
 }
 
 /// Number of `Event`s.
-pub(crate) const EVENTS: usize = 11;
+pub(crate) const EVENTS: usize = 5;
+
+/// Slow-path events, counted per class and per read/write.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WaitEvent {
+    PendingPath,
+    BatchEnd,
+    Handoff,
+    Park,
+    Wake,
+    SpuriousWake,
+}
+
+/// Number of `WaitEvent`s.
+pub(crate) const WAIT_EVENTS: usize = 6;
+
+/// The index of `access` in a block's per-access arrays (0: reads, 1:
+/// writes, an upgradable read being a write).
+#[inline]
+pub(crate) fn side(access: Access) -> usize {
+    usize::from(!access.is_read())
+}
 
 /// Per read or write: counts, and wait and hold histograms.
 pub(crate) struct LiveAccess {
@@ -107,7 +122,10 @@ pub(crate) struct Block {
     /// Index 0: reads, 1: writes.
     pub(crate) access: [LiveAccess; 2],
     pub(crate) events: [AtomicU64; EVENTS],
-    pub(crate) queue_depth_max: AtomicU64,
+    /// Slow-path events; index 0: reads, 1: writes (`side`).
+    pub(crate) wait_events: [[AtomicU64; WAIT_EVENTS]; 2],
+    /// Longest wait queue seen; index 0: reads, 1: writes (`side`).
+    pub(crate) queue_depth_max: [AtomicU64; 2],
     pub(crate) revocations: LiveHistogram,
 }
 
@@ -118,7 +136,8 @@ impl Block {
             class,
             access: [LiveAccess::new(), LiveAccess::new()],
             events: [const { AtomicU64::new(0) }; EVENTS],
-            queue_depth_max: AtomicU64::new(0),
+            wait_events: [const { [const { AtomicU64::new(0) }; WAIT_EVENTS] }; 2],
+            queue_depth_max: [const { AtomicU64::new(0) }; 2],
             revocations: LiveHistogram::new(),
         }
     }
@@ -137,10 +156,12 @@ impl Block {
         for a in &self.access {
             a.zero();
         }
-        for e in &self.events {
+        for e in self.events.iter().chain(self.wait_events.iter().flatten()) {
             e.store(0, Ordering::Relaxed);
         }
-        self.queue_depth_max.store(0, Ordering::Relaxed);
+        for q in &self.queue_depth_max {
+            q.store(0, Ordering::Relaxed);
+        }
         self.revocations.zero();
         // Release pairs with the Acquire epoch load in `live_blocks`: a
         // snapshot that sees the new epoch sees the zeroes.
@@ -624,8 +645,14 @@ pub(crate) fn event(class: u32, event: Event) {
     with_block(class, |b, _| bump(&b.events[event as usize], 1));
 }
 
-pub(crate) fn queue_depth(class: u32, depth: u64) {
-    with_block(class, |b, _| raise(&b.queue_depth_max, depth));
+pub(crate) fn wait_event(class: u32, access: Access, event: WaitEvent) {
+    with_block(class, |b, _| {
+        bump(&b.wait_events[side(access)][event as usize], 1);
+    });
+}
+
+pub(crate) fn queue_depth(class: u32, access: Access, depth: u64) {
+    with_block(class, |b, _| raise(&b.queue_depth_max[side(access)], depth));
 }
 
 pub(crate) fn revocation(class: u32, cost_ns: u64) {

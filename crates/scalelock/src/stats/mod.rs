@@ -70,7 +70,7 @@ use std::sync::{PoisonError, RwLock};
 
 pub use self::advisor::{Advice, Figure, Recommendation, Unit, advise};
 pub use self::histogram::{BUCKETS, TimeStats, bucket_of, bucket_range};
-pub use self::snapshot::{AccessStats, ClassStats, Events, Snapshot};
+pub use self::snapshot::{AccessStats, ClassStats, Events, Snapshot, WaitEvents};
 use crate::class::{Access, LockKind, registry};
 use crate::hook::active;
 

@@ -3,7 +3,7 @@
 use std::string::String;
 use std::vec::Vec;
 
-use super::counters::{self, Event};
+use super::counters::{self, Event, WaitEvent};
 use super::histogram::TimeStats;
 use crate::class::{LockKind, registry};
 
@@ -32,9 +32,10 @@ pub struct ClassStats {
     pub kind: Option<LockKind>,
     /// Shared acquisitions.
     pub read: AccessStats,
-    /// Exclusive acquisitions.
+    /// Exclusive acquisitions (upgradable reads included).
     pub write: AccessStats,
-    /// What the lock algorithms saw.
+    /// What the lock algorithms saw, for the whole class: the slow-path
+    /// events are the sums of `read.events` and `write.events`.
     pub events: Events,
 }
 
@@ -50,9 +51,49 @@ pub struct AccessStats {
     pub wait: TimeStats,
     /// Time from acquisition to release, on sampled acquisitions.
     pub hold: TimeStats,
+    /// The slow-path events of this access's waiters (a reader's park
+    /// counts here under `read`, a writer's under `write`).
+    #[serde(default)]
+    pub events: WaitEvents,
 }
 
-/// Events only the lock algorithms see.
+/// Slow-path events of one access mode of one class: what its waiters saw.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct WaitEvents {
+    /// Second contenders that waited on the word without queueing
+    /// (qspinlock's pending bit).
+    pub pending_path: u64,
+    /// Longest wait queue a waiter saw (waiters, the joiner included).
+    pub queue_depth_max: u64,
+    /// Batches ended by a waiter claiming the lock (bounded re-acquisition
+    /// runs of the holders).
+    pub batch_ends: u64,
+    /// Hand-offs: the lock went to a waiter that had claimed it, or that a
+    /// fair unlock chose, with no newcomer able to take it first.
+    pub handoffs: u64,
+    /// Waiters that went to sleep.
+    pub parks: u64,
+    /// Sleepers woken with their condition met.
+    pub wakes: u64,
+    /// Sleepers woken without it (they slept again).
+    pub spurious_wakes: u64,
+}
+
+impl WaitEvents {
+    fn merge(&mut self, o: &WaitEvents) {
+        self.pending_path += o.pending_path;
+        self.queue_depth_max = self.queue_depth_max.max(o.queue_depth_max);
+        self.batch_ends += o.batch_ends;
+        self.handoffs += o.handoffs;
+        self.parks += o.parks;
+        self.wakes += o.wakes;
+        self.spurious_wakes += o.spurious_wakes;
+    }
+}
+
+/// Events only the lock algorithms see, per class. The first seven (the
+/// slow-path events) are the class's totals over reads and writes; each
+/// access's share is in [`AccessStats::events`].
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Events {
     /// Second contenders that waited on the word without queueing
@@ -95,10 +136,35 @@ impl AccessStats {
         self.contended += other.contended;
         self.wait.merge(&other.wait);
         self.hold.merge(&other.hold);
+        self.events.merge(&other.events);
     }
 }
 
 impl Events {
+    /// Adds one access's slow-path events to the class totals.
+    fn add_waits(&mut self, w: &WaitEvents) {
+        self.merge(&Events {
+            pending_path: w.pending_path,
+            queue_depth_max: w.queue_depth_max,
+            batch_ends: w.batch_ends,
+            handoffs: w.handoffs,
+            parks: w.parks,
+            wakes: w.wakes,
+            spurious_wakes: w.spurious_wakes,
+            // Merging an empty histogram (no buckets) adds nothing.
+            ..Events::default()
+        });
+    }
+
+    /// No events, with an empty revocation histogram (as `collect` builds
+    /// them).
+    fn zero() -> Events {
+        Events {
+            revocations: TimeStats::from_samples(&[]),
+            ..Events::default()
+        }
+    }
+
     fn merge(&mut self, o: &Events) {
         self.pending_path += o.pending_path;
         self.queue_depth_max = self.queue_depth_max.max(o.queue_depth_max);
@@ -160,15 +226,13 @@ impl ClassStats {
             acquisitions: 0,
             contended: 0,
             wait: empty_time.clone(),
-            hold: empty_time.clone(),
+            hold: empty_time,
+            events: WaitEvents::default(),
         };
         ClassStats {
             read: access.clone(),
             write: access,
-            events: Events {
-                revocations: empty_time,
-                ..Events::default()
-            },
+            events: Events::zero(),
             ..ClassStats::default()
         }
     }
@@ -198,29 +262,37 @@ pub(crate) fn collect() -> Snapshot {
         let c = classes[i].get_or_insert_with(ClassStats::empty);
         let load =
             |a: &core::sync::atomic::AtomicU64| a.load(core::sync::atomic::Ordering::Relaxed);
-        for (mine, live) in [&mut c.read, &mut c.write].into_iter().zip(&b.access) {
+        let accesses = [&mut c.read, &mut c.write].into_iter().zip(&b.access);
+        for (side, (mine, live)) in accesses.enumerate() {
+            let waits = &b.wait_events[side];
+            let wv = |e: WaitEvent| load(&waits[e as usize]);
+            let events = WaitEvents {
+                pending_path: wv(WaitEvent::PendingPath),
+                queue_depth_max: load(&b.queue_depth_max[side]),
+                batch_ends: wv(WaitEvent::BatchEnd),
+                handoffs: wv(WaitEvent::Handoff),
+                parks: wv(WaitEvent::Park),
+                wakes: wv(WaitEvent::Wake),
+                spurious_wakes: wv(WaitEvent::SpuriousWake),
+            };
+            c.events.add_waits(&events);
             mine.merge(&AccessStats {
                 acquisitions: load(&live.acquisitions),
                 contended: load(&live.contended),
                 wait: live.wait.read(),
                 hold: live.hold.read(),
+                events,
             });
         }
         let ev = |e: Event| load(&b.events[e as usize]);
         c.events.merge(&Events {
-            pending_path: ev(Event::PendingPath),
-            queue_depth_max: load(&b.queue_depth_max),
-            batch_ends: ev(Event::BatchEnd),
-            handoffs: ev(Event::Handoff),
-            parks: ev(Event::Park),
-            wakes: ev(Event::Wake),
-            spurious_wakes: ev(Event::SpuriousWake),
             fast_reads: ev(Event::FastRead),
             fallback_reads: ev(Event::FallbackRead),
             revocations: b.revocations.read(),
             seqlock_retries: ev(Event::SeqlockRetry),
             refresh_coalesced: ev(Event::RefreshCoalesced),
             long_holds: ev(Event::LongHold),
+            ..Events::default()
         });
     });
     // Uncontended acquisitions and fast reads of the first classes are

@@ -1,19 +1,22 @@
 //! The `/proc/lock_stat`-style table: `Display` for [`Snapshot`].
 //!
-//! One row per class and access mode that saw acquisitions, then one line
-//! of the class's algorithm events (only those that happened):
+//! One row per class and access mode that saw acquisitions, then a line of
+//! slow-path events per access mode (its waiters' parks, hand-offs, ...),
+//! and one of the class's other events (only those that happened):
 //!
 //! ```text
 //! class      kind      acc        acq   contended   con%  wait-avg  wait-p50 ... hold-max
 //! gnttab     QRwLock   read   1200000        3400  0.28%     1.2us     2.0us ...
 //!                      write      812          90  11.1%     3.1us ...
-//!   events: parks 12, wakes 12, queue max 3
+//!   read events: batch-ends 3, parks 12, wakes 12
+//!   write events: queue-max 3, handoffs 1, parks 2, wakes 2
+//!   events: long-holds 1
 //! ```
 
 use core::fmt::{self, Display, Formatter, Write as _};
 use std::string::String;
 
-use super::snapshot::{AccessStats, ClassStats, Events, Snapshot};
+use super::snapshot::{AccessStats, ClassStats, Events, Snapshot, WaitEvents};
 
 /// A duration in ns, printed with a unit (`40ns`, `1.2us`, `3.4ms`,
 /// `1.20s`); honours width and alignment.
@@ -71,29 +74,39 @@ fn row(f: &mut Formatter<'_>, name: &str, kind: &str, acc: &str, a: &AccessStats
     )
 }
 
-/// The class's events that happened, comma-separated ("" if none).
+/// Appends `name value` to a comma-separated list if `v` is not 0.
+fn item(s: &mut String, name: &str, v: u64) {
+    if v != 0 {
+        if !s.is_empty() {
+            s.push_str(", ");
+        }
+        let _ = write!(s, "{name} {v}");
+    }
+}
+
+/// One access mode's slow-path events that happened, comma-separated (""
+/// if none).
+pub(crate) fn wait_events_line(e: &WaitEvents) -> String {
+    let mut s = String::new();
+    item(&mut s, "pending-path", e.pending_path);
+    item(&mut s, "queue-max", e.queue_depth_max);
+    item(&mut s, "batch-ends", e.batch_ends);
+    item(&mut s, "handoffs", e.handoffs);
+    item(&mut s, "parks", e.parks);
+    item(&mut s, "wakes", e.wakes);
+    item(&mut s, "spurious-wakes", e.spurious_wakes);
+    s
+}
+
+/// The class's events that happened, except the slow-path events (shown
+/// per access mode), comma-separated ("" if none).
 pub(crate) fn events_line(e: &Events) -> String {
     let mut s = String::new();
-    let mut item = |name: &str, v: u64| {
-        if v != 0 {
-            if !s.is_empty() {
-                s.push_str(", ");
-            }
-            let _ = write!(s, "{name} {v}");
-        }
-    };
-    item("pending-path", e.pending_path);
-    item("queue-max", e.queue_depth_max);
-    item("batch-ends", e.batch_ends);
-    item("handoffs", e.handoffs);
-    item("parks", e.parks);
-    item("wakes", e.wakes);
-    item("spurious-wakes", e.spurious_wakes);
-    item("fast-reads", e.fast_reads);
-    item("fallback-reads", e.fallback_reads);
-    item("seqlock-retries", e.seqlock_retries);
-    item("refresh-coalesced", e.refresh_coalesced);
-    item("long-holds", e.long_holds);
+    item(&mut s, "fast-reads", e.fast_reads);
+    item(&mut s, "fallback-reads", e.fallback_reads);
+    item(&mut s, "seqlock-retries", e.seqlock_retries);
+    item(&mut s, "refresh-coalesced", e.refresh_coalesced);
+    item(&mut s, "long-holds", e.long_holds);
     if e.revocations.count != 0 {
         if !s.is_empty() {
             s.push_str(", ");
@@ -132,6 +145,12 @@ fn class_rows(f: &mut Formatter<'_>, c: &ClassStats) -> fmt::Result {
         && *site != c.name
     {
         writeln!(f, "  site: {site}")?;
+    }
+    for (acc, a) in [("read", &c.read), ("write", &c.write)] {
+        let ev = wait_events_line(&a.events);
+        if !ev.is_empty() {
+            writeln!(f, "  {acc} events: {ev}")?;
+        }
     }
     let ev = events_line(&c.events);
     if !ev.is_empty() {
@@ -210,10 +229,29 @@ mod tests {
                     contended: 10,
                     wait: TimeStats::from_samples(&[100; 10]),
                     hold: TimeStats::from_samples(&[40; 62]),
+                    events: WaitEvents {
+                        parks: 3,
+                        wakes: 3,
+                        ..WaitEvents::default()
+                    },
+                },
+                write: AccessStats {
+                    acquisitions: 10,
+                    contended: 1,
+                    wait: TimeStats::from_samples(&[500]),
+                    hold: TimeStats::from_samples(&[40; 10]),
+                    events: WaitEvents {
+                        queue_depth_max: 2,
+                        handoffs: 1,
+                        ..WaitEvents::default()
+                    },
                 },
                 events: Events {
                     parks: 3,
                     wakes: 3,
+                    queue_depth_max: 2,
+                    handoffs: 1,
+                    long_holds: 1,
                     ..Events::default()
                 },
                 ..ClassStats::default()
@@ -221,12 +259,18 @@ mod tests {
         };
         let t = std::format!("{snap}");
         let lines: std::vec::Vec<&str> = t.lines().collect();
-        assert_eq!(lines.len(), 4, "{t}");
+        assert_eq!(lines.len(), 7, "{t}");
         assert!(lines[1].starts_with("class"));
         assert!(lines[2].starts_with("gnttab"), "{t}");
         assert!(lines[2].contains(" read "), "{t}");
         assert!(lines[2].contains("1.00%"), "{t}");
         assert!(lines[2].contains("100ns"), "{t}");
-        assert_eq!(lines[3], "  events: parks 3, wakes 3");
+        assert!(lines[3].trim_start().starts_with("write "), "{t}");
+        assert!(lines[3].contains("10.00%"), "{t}");
+        // The slow-path events on their access's line, the class's others
+        // (not the slow-path totals again) on the last.
+        assert_eq!(lines[4], "  read events: parks 3, wakes 3");
+        assert_eq!(lines[5], "  write events: queue-max 2, handoffs 1");
+        assert_eq!(lines[6], "  events: long-holds 1");
     }
 }

@@ -65,13 +65,13 @@ impl HookRwLock {
             p.contended();
             let mut w = self.waiters.lock().unwrap();
             *w += 1;
-            hook::queue_depth(self.class, LockKind::Other, *w);
+            hook::queue_depth(self.class, LockKind::Other, access, *w);
             while !self.try_take(write) {
-                hook::park(self.class, LockKind::Other);
+                hook::park(self.class, LockKind::Other, access);
                 w = self.cv.wait(w).unwrap();
                 let still_held = self.state.load(Ordering::Relaxed) & WRITER != 0
                     || (write && self.state.load(Ordering::Relaxed) != 0);
-                hook::wake(self.class, LockKind::Other, still_held);
+                hook::wake(self.class, LockKind::Other, access, still_held);
             }
             *w -= 1;
         }
@@ -114,7 +114,13 @@ impl Drop for Guard<'_> {
         }
         let w = l.waiters.lock().unwrap();
         if *w != 0 {
-            hook::handoff(l.class, LockKind::Other);
+            // Counted by the releaser, on its own access's row.
+            let access = if self.write {
+                Access::Write
+            } else {
+                Access::Read
+            };
+            hook::handoff(l.class, LockKind::Other, access);
             l.cv.notify_all();
         }
         drop(w);
