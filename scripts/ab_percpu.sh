@@ -10,7 +10,9 @@
 # env: THREADS (1,2,16), READS (50,90,99,100), RUNTIME_MS (150). Needs python3.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
-A=$1; B=$2; R=${3:-6}
+A=$(git rev-parse --short "$1^{commit}"); B=$(git rev-parse --short "$2^{commit}"); R=${3:-6}
+# (resolved to hashes, so that a branch name or HEAD never reuses a stale
+# worktree or build of another commit)
 out=$root/target/ab; mkdir -p $out
 build() { local c=$1 d=/tmp/ab-$1
   [ -d $d ] || git -C "$root" worktree add -q --detach $d $c
