@@ -328,6 +328,19 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// Reads the value, retrying while writes overlap.
     #[inline]
     pub fn read(&self) -> T {
+        // With the hooks compiled in, one Relaxed load of their run-time
+        // switch decides between the counted read and the plain one, so a
+        // switched-off read is the plain one behind a branch.
+        if hook::any_active() {
+            return self.read_hooked();
+        }
+        self.read_quiet()
+    }
+
+    /// `read`, counted by the hooks (inlined too: with statistics on, every
+    /// read comes here, and a call costs the read more than the counting).
+    #[inline(always)]
+    fn read_hooked(&self) -> T {
         let p = hook::start_optimistic(self.class(), LockKind::SeqLock, Access::Read);
         match self.try_read_quiet() {
             Some(v) => {
