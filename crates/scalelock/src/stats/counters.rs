@@ -21,7 +21,8 @@
 //! without a destructor (`RECENT`; std compiles such a `thread_local!` to a
 //! plain TLS access, with no lazy-initialisation or destructor-registration
 //! check). Counting is then a TLS load, a bounds check, one Relaxed load
-//! and store of the thread's own counter and the hold-sampling countdown.
+//! and store of the thread's own counter and the hold-sampling countdown
+//! (the sampling rate is read only when the countdown runs out).
 //! No clock is read unless this hold is sampled (1 in
 //! `stats::hold_sample()`). Classes past the array, and contended
 //! acquisitions (whose wait is timed anyway), count in the thread's block
@@ -373,17 +374,21 @@ impl Recent {
     }
 
     /// Whether this acquisition's hold time is sampled (1 in N).
-    #[inline]
+    ///
+    /// The countdown is the thread's own: the rate is read only when it
+    /// runs out (at a sampled hold), so the unsampled acquisitions, nearly
+    /// all of them, touch nothing global. A new rate therefore applies to a
+    /// thread from its next sampled hold on (at once on the thread that
+    /// set it, see [`restart_sampling`]).
+    #[inline(always)]
     fn sample(&self) -> bool {
-        // A lowered rate applies at once (the countdown never exceeds it).
-        let every = super::hold_sample();
-        let c = self.countdown.get().min(every);
-        if c <= 1 {
-            self.countdown.set(every);
-            true
-        } else {
+        let c = self.countdown.get();
+        if c > 1 {
             self.countdown.set(c - 1);
             false
+        } else {
+            self.countdown.set(super::hold_sample());
+            true
         }
     }
 }
@@ -584,6 +589,13 @@ fn count_fast_slow(class: u32, k: usize) -> bool {
         return true;
     }
     false
+}
+
+/// The calling thread samples its next hold and then follows the current
+/// rate (`stats::set_hold_sample` on this thread). Other threads' countdowns
+/// are theirs alone: they pick the rate up at their next sampled hold.
+pub(crate) fn restart_sampling() {
+    let _ = RECENT.try_with(|r| r.countdown.set(0));
 }
 
 /// The slow path was entered: counts it, returns the clock for the wait.
