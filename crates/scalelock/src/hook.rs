@@ -496,6 +496,31 @@ impl Pending {
         }
     }
 
+    /// A per-CPU read is held: [`fast_read`](Self::fast_read) if `fast`
+    /// (it took its slot's fast path), else
+    /// [`fallback_read`](Self::fallback_read), then
+    /// [`acquired`](Self::acquired). With statistics alone on, an
+    /// uncontended fast read is counted in one go.
+    #[inline]
+    pub(crate) fn acquired_per_cpu_read(self, fast: bool) -> Held {
+        #[cfg(feature = "stats")]
+        if fast && self.active == active::STATS && self.wait_start == 0 {
+            return match crate::stats::counters::fast_read_acquired(self.class.index) {
+                0 => Held::NONE,
+                start => Held {
+                    start,
+                    ..Held::unsampled(self.class.index, HELD_STATS, self.access)
+                },
+            };
+        }
+        if fast {
+            self.fast_read();
+        } else {
+            self.fallback_read();
+        }
+        self.acquired()
+    }
+
     /// A per-CPU read fell back to the underlying lock.
     #[inline]
     pub fn fallback_read(&self) {

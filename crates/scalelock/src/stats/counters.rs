@@ -337,15 +337,21 @@ impl Recent {
     /// has one and the thread's array is published.
     #[inline(always)]
     fn fast_counter(&self, class: u32, k: usize) -> Option<&'static AtomicU64> {
+        self.fast_counters(class).map(|c| &c[k])
+    }
+
+    /// This thread's fast counters of class index `class`, if the class
+    /// has them and the thread's array is published.
+    #[inline(always)]
+    fn fast_counters(&self, class: u32) -> Option<&'static [AtomicU64; FAST_COUNTERS]> {
         let fast = self.fast.get();
         if (class as usize) < FAST_CLASSES && !fast.is_null() {
             // SAFETY: a non-null `fast` is this thread's own array
             // (`fast_counts` published it); arrays are leaked, never freed,
             // and it is unpublished (`forget`) before the pool may give it
             // to another thread, so only this thread writes through it.
-            // `class < FAST_CLASSES` and `k < FAST_COUNTERS` (the callers'
-            // constants) keep the index in bounds.
-            Some(unsafe { &(*fast).counts[class as usize][k] })
+            // `class < FAST_CLASSES` keeps the index in bounds.
+            Some(unsafe { &(*fast).counts[class as usize] })
         } else {
             None
         }
@@ -525,6 +531,27 @@ pub(crate) fn acquired_uncontended(class: u32, access: Access) -> u64 {
         Some(false) => 0,
         Some(true) => sample_start(),
         None => acquired_slow(class, access),
+    }
+}
+
+/// An uncontended per-CPU read that took its slot's fast path: counts the
+/// fast read and the read acquisition with one thread-local access; returns
+/// the clock if this hold is sampled, else 0 (as `acquired_uncontended`).
+#[inline(always)]
+pub(crate) fn fast_read_acquired(class: u32) -> u64 {
+    let sampled = RECENT.with(|r| {
+        let c = r.fast_counters(class)?;
+        bump(&c[FAST_PERCPU_READS], 1);
+        bump(&c[FAST_READS], 1);
+        Some(r.sample())
+    });
+    match sampled {
+        Some(false) => 0,
+        Some(true) => sample_start(),
+        None => {
+            fast_read(class);
+            acquired_slow(class, Access::Read)
+        }
     }
 }
 
