@@ -142,14 +142,18 @@ pub struct Pending {
 ///
 /// Two whole words (one with lockdep alone): guards and tokens carrying it
 /// are copied word by word, with no narrow fields whose piecewise copies a
-/// wide reload could not forward from the store buffer.
+/// wide reload could not forward from the store buffer. A hold with nothing
+/// to record at its release (not sampled, not on lockdep's stack) is
+/// [`Held::NONE`], all zeroes: building it costs no work, and the release
+/// tests one word.
 #[must_use = "pass it to `release` when unlocking"]
 pub struct Held {
     /// Clock at acquisition if this hold is sampled, else 0.
     #[cfg(feature = "stats")]
     start: u64,
     /// The class index (bits 0..32), the `HELD_*` flags (bits 32..40) and
-    /// the access (bits 40..48, `access_bits`).
+    /// the access (bits 40..48, `access_bits`); 0 if the release has
+    /// nothing to do (no flag is set), else never 0.
     #[cfg(any(feature = "stats", feature = "lockdep"))]
     meta: u64,
 }
@@ -199,6 +203,13 @@ impl Held {
         self.meta |= u64::from(flags) << 32;
     }
 
+    /// This hold if its release has work (a flag is set), else
+    /// [`Held::NONE`].
+    #[inline(always)]
+    fn or_none(self) -> Held {
+        if self.flags() != 0 { self } else { Held::NONE }
+    }
+
     #[cfg_attr(not(feature = "stats"), allow(dead_code))]
     #[inline(always)]
     fn access(&self) -> Access {
@@ -220,13 +231,17 @@ impl Held {
     };
 
     /// An uncontended acquisition that only statistics follow: counted
-    /// (inline, see the counters' "uncontended path"), its hold sampled.
+    /// (inline, see the counters' "uncontended path"), its hold sampled
+    /// (else [`Held::NONE`]: nothing to record at the release).
     #[cfg(feature = "stats")]
     #[inline(always)]
     fn counted(class: u32, access: Access) -> Held {
-        Held {
-            start: crate::stats::counters::acquired_uncontended(class, access),
-            ..Held::unsampled(class, HELD_STATS, access)
+        match crate::stats::counters::acquired_uncontended(class, access) {
+            0 => Held::NONE,
+            start => Held {
+                start,
+                ..Held::unsampled(class, HELD_STATS, access)
+            },
         }
     }
 
@@ -245,18 +260,12 @@ impl Held {
         let _ = instance;
     }
 
+    /// A sampled hold or a lockdep entry: `meta` is 0 for anything else
+    /// (see the field), so one test of one word.
     #[cfg(any(feature = "stats", feature = "lockdep"))]
-    #[inline]
+    #[inline(always)]
     fn needs_release(&self) -> bool {
-        #[cfg(feature = "stats")]
-        if self.start != 0 {
-            return true;
-        }
-        #[cfg(feature = "lockdep")]
-        if self.flags() & HELD_LOCKDEP != 0 {
-            return true;
-        }
-        false
+        self.meta != 0
     }
 
     #[cfg(any(feature = "stats", feature = "lockdep"))]
@@ -267,7 +276,7 @@ impl Held {
             crate::lockdep::release(self.class(), instance);
         }
         #[cfg(feature = "stats")]
-        if self.flags() & HELD_STATS != 0 && self.start != 0 {
+        if self.flags() & HELD_STATS != 0 {
             crate::stats::counters::released(self.class(), self.access(), self.start);
         }
         let _ = instance;
@@ -487,6 +496,31 @@ impl Pending {
         }
     }
 
+    /// A per-CPU read is held: [`fast_read`](Self::fast_read) if `fast`
+    /// (it took its slot's fast path), else
+    /// [`fallback_read`](Self::fallback_read), then
+    /// [`acquired`](Self::acquired). With statistics alone on, an
+    /// uncontended fast read is counted in one go.
+    #[inline]
+    pub(crate) fn acquired_per_cpu_read(self, fast: bool) -> Held {
+        #[cfg(feature = "stats")]
+        if fast && self.active == active::STATS && self.wait_start == 0 {
+            return match crate::stats::counters::fast_read_acquired(self.class.index) {
+                0 => Held::NONE,
+                start => Held {
+                    start,
+                    ..Held::unsampled(self.class.index, HELD_STATS, self.access)
+                },
+            };
+        }
+        if fast {
+            self.fast_read();
+        } else {
+            self.fallback_read();
+        }
+        self.acquired()
+    }
+
     /// A per-CPU read fell back to the underlying lock.
     #[inline]
     pub fn fallback_read(&self) {
@@ -520,10 +554,12 @@ fn acquired_active(
     #[cfg(feature = "stats")]
     if active & active::STATS != 0 {
         held.start = crate::stats::counters::acquired(class.index, access, wait_start);
-        held.add_flags(HELD_STATS);
+        if held.start != 0 {
+            held.add_flags(HELD_STATS);
+        }
     }
     let _ = (instance, wait_start);
-    held
+    held.or_none()
 }
 
 /// A try-lock of the lock at `instance` succeeded. Try-locks never wait, so
@@ -569,10 +605,12 @@ fn try_acquired_active(
     #[cfg(feature = "stats")]
     if active & active::STATS != 0 {
         held.start = crate::stats::counters::acquired(class.index, access, 0);
-        held.add_flags(HELD_STATS);
+        if held.start != 0 {
+            held.add_flags(HELD_STATS);
+        }
     }
     let _ = (active, instance);
-    held
+    held.or_none()
 }
 
 /// Defines slow-path event hooks, counted per class and per read/write

@@ -425,15 +425,21 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         hook::try_acquired(self.class, LockKind::PerCpuRwLock, self.addr(), access)
     }
 
+    /// Statistics: whether a read took its slot's fast path (else the
+    /// underlying lock).
+    #[inline]
+    fn took_fast_path(token: &PerCpuReadToken) -> bool {
+        token
+            .slot
+            .is_some_and(|s| s.word().load(Ordering::Relaxed) & UNDERLYING == 0)
+    }
+
     /// Statistics: whether a read took its slot's fast path or the
     /// underlying lock. Only with the hooks compiled in.
     #[inline]
     fn count_read_path(p: &Pending, token: &PerCpuReadToken) {
         if hook::COMPILED {
-            if token
-                .slot
-                .is_some_and(|s| s.word().load(Ordering::Relaxed) & UNDERLYING == 0)
-            {
+            if Self::took_fast_path(token) {
                 p.fast_read();
             } else {
                 p.fallback_read();
@@ -452,8 +458,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             Some(token) => token,
             None => self.lock_shared_slow(|| p.contended()),
         };
-        Self::count_read_path(&p, &token);
-        token.held = p.acquired();
+        token.held = p.acquired_per_cpu_read(Self::took_fast_path(&token));
         token
     }
 

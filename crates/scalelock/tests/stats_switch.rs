@@ -61,6 +61,41 @@ fn switch_reset_and_long_holds() {
     assert_eq!(w.hold.count, 10);
     assert_eq!(stats::snapshot().hold_sample, 4);
 
+    // A new rate reaches another thread at its next sampled hold: the
+    // thread's first write is sampled (its countdown refills to 4), the rate
+    // drops to 1, and the thread finishes its countdown of 4 (3 unsampled
+    // writes, the 4th sampled) before sampling every write (the 5th).
+    stats::reset();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        S.write(100);
+        ready_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        for i in 0..5 {
+            S.write(101 + i);
+        }
+    });
+    ready_rx.recv().unwrap();
+    stats::set_hold_sample(1);
+    go_tx.send(()).unwrap();
+    t.join().unwrap();
+    let w = stats::snapshot().class("switch").unwrap().write.clone();
+    assert_eq!(w.acquisitions, 6);
+    assert_eq!(
+        w.hold.count, 3,
+        "sampled holds: the first, the 4th after the rate change, the 5th"
+    );
+
+    // On the thread that sets it, the rate applies at once.
+    stats::reset();
+    stats::set_hold_sample(3);
+    for i in 0..7 {
+        S.write(i);
+    }
+    let w = stats::snapshot().class("switch").unwrap().write.clone();
+    assert_eq!((w.acquisitions, w.hold.count), (7, 3));
+
     // Long holds: at or above the threshold, counted and handed to the
     // hook after the release.
     stats::reset();

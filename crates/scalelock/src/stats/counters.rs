@@ -21,7 +21,8 @@
 //! without a destructor (`RECENT`; std compiles such a `thread_local!` to a
 //! plain TLS access, with no lazy-initialisation or destructor-registration
 //! check). Counting is then a TLS load, a bounds check, one Relaxed load
-//! and store of the thread's own counter and the hold-sampling countdown.
+//! and store of the thread's own counter and the hold-sampling countdown
+//! (the sampling rate is read only when the countdown runs out).
 //! No clock is read unless this hold is sampled (1 in
 //! `stats::hold_sample()`). Classes past the array, and contended
 //! acquisitions (whose wait is timed anyway), count in the thread's block
@@ -336,15 +337,21 @@ impl Recent {
     /// has one and the thread's array is published.
     #[inline(always)]
     fn fast_counter(&self, class: u32, k: usize) -> Option<&'static AtomicU64> {
+        self.fast_counters(class).map(|c| &c[k])
+    }
+
+    /// This thread's fast counters of class index `class`, if the class
+    /// has them and the thread's array is published.
+    #[inline(always)]
+    fn fast_counters(&self, class: u32) -> Option<&'static [AtomicU64; FAST_COUNTERS]> {
         let fast = self.fast.get();
         if (class as usize) < FAST_CLASSES && !fast.is_null() {
             // SAFETY: a non-null `fast` is this thread's own array
             // (`fast_counts` published it); arrays are leaked, never freed,
             // and it is unpublished (`forget`) before the pool may give it
             // to another thread, so only this thread writes through it.
-            // `class < FAST_CLASSES` and `k < FAST_COUNTERS` (the callers'
-            // constants) keep the index in bounds.
-            Some(unsafe { &(*fast).counts[class as usize][k] })
+            // `class < FAST_CLASSES` keeps the index in bounds.
+            Some(unsafe { &(*fast).counts[class as usize] })
         } else {
             None
         }
@@ -373,17 +380,21 @@ impl Recent {
     }
 
     /// Whether this acquisition's hold time is sampled (1 in N).
-    #[inline]
+    ///
+    /// The countdown is the thread's own: the rate is read only when it
+    /// runs out (at a sampled hold), so the unsampled acquisitions, nearly
+    /// all of them, touch nothing global. A new rate therefore applies to a
+    /// thread from its next sampled hold on (at once on the thread that
+    /// set it, see [`restart_sampling`]).
+    #[inline(always)]
     fn sample(&self) -> bool {
-        // A lowered rate applies at once (the countdown never exceeds it).
-        let every = super::hold_sample();
-        let c = self.countdown.get().min(every);
-        if c <= 1 {
-            self.countdown.set(every);
-            true
-        } else {
+        let c = self.countdown.get();
+        if c > 1 {
             self.countdown.set(c - 1);
             false
+        } else {
+            self.countdown.set(super::hold_sample());
+            true
         }
     }
 }
@@ -523,6 +534,27 @@ pub(crate) fn acquired_uncontended(class: u32, access: Access) -> u64 {
     }
 }
 
+/// An uncontended per-CPU read that took its slot's fast path: counts the
+/// fast read and the read acquisition with one thread-local access; returns
+/// the clock if this hold is sampled, else 0 (as `acquired_uncontended`).
+#[inline(always)]
+pub(crate) fn fast_read_acquired(class: u32) -> u64 {
+    let sampled = RECENT.with(|r| {
+        let c = r.fast_counters(class)?;
+        bump(&c[FAST_PERCPU_READS], 1);
+        bump(&c[FAST_READS], 1);
+        Some(r.sample())
+    });
+    match sampled {
+        Some(false) => 0,
+        Some(true) => sample_start(),
+        None => {
+            fast_read(class);
+            acquired_slow(class, Access::Read)
+        }
+    }
+}
+
 /// A sampled hold begins: the clock.
 #[cold]
 fn sample_start() -> u64 {
@@ -584,6 +616,13 @@ fn count_fast_slow(class: u32, k: usize) -> bool {
         return true;
     }
     false
+}
+
+/// The calling thread samples its next hold and then follows the current
+/// rate (`stats::set_hold_sample` on this thread). Other threads' countdowns
+/// are theirs alone: they pick the rate up at their next sampled hold.
+pub(crate) fn restart_sampling() {
+    let _ = RECENT.try_with(|r| r.countdown.set(0));
 }
 
 /// The slow path was entered: counts it, returns the clock for the wait.

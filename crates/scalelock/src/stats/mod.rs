@@ -42,8 +42,8 @@
 //!   anyway, so the clock read hides in the wait).
 //! - **Hold times are sampled**: the clock is read at acquisition and at
 //!   release on 1 in [`hold_sample`] acquisitions per thread (a per-thread
-//!   countdown; [`DEFAULT_HOLD_SAMPLE`] unless [`set_hold_sample`] says
-//!   otherwise), because a clock read costs several uncontended lock
+//!   countdown, which reads the rate when it runs out; [`DEFAULT_HOLD_SAMPLE`]
+//!   unless [`set_hold_sample`] says otherwise), because a clock read costs several uncontended lock
 //!   operations. The hold histogram's `count` is the number of sampled
 //!   holds, so its shape and percentiles are those of a uniform sample.
 //!   Set the rate to 1 to time every hold, e.g. to catch every long hold
@@ -116,10 +116,24 @@ pub fn snapshot() -> Snapshot {
 }
 
 /// Samples hold times on 1 in `every` acquisitions per thread (1: every
-/// acquisition; 0 is taken as 1). Takes effect at once: of any `k * every`
-/// consecutive acquisitions of a thread, exactly `k` are timed.
+/// acquisition; 0 is taken as 1): of any `k * every` consecutive
+/// acquisitions of a thread, exactly `k` are timed.
+///
+/// Each thread counts down to its next sampled hold and reads the rate only
+/// then, so that unsampled acquisitions touch nothing shared. The new rate
+/// therefore applies:
+/// - on the calling thread, at once: its next acquisition is sampled, and
+///   every `every`-th one after it;
+/// - on a thread that has not counted an acquisition yet, at once (its
+///   first acquisition is sampled);
+/// - on any other thread, from its next sampled hold on: it first finishes
+///   the countdown it is in, at most the old rate's acquisitions.
+///
+/// To time every hold from a known point in a multi-threaded program, set
+/// the rate before starting the threads (or on each of them).
 pub fn set_hold_sample(every: u32) {
     HOLD_SAMPLE.store(every.max(1), Ordering::Relaxed);
+    counters::restart_sampling();
 }
 
 /// The hold-time sampling rate; see [`set_hold_sample`].
