@@ -9,16 +9,8 @@
 # usage: scripts/ab_percpu.sh COMMIT_A COMMIT_B [PAIRS]
 # env: THREADS (1,2,16), READS (50,90,99,100), RUNTIME_MS (150). Needs python3.
 set -euo pipefail
-root=$(git rev-parse --show-toplevel)
-A=$(git rev-parse --short "$1^{commit}"); B=$(git rev-parse --short "$2^{commit}"); R=${3:-6}
-# (resolved to hashes, so that a branch name or HEAD never reuses a stale
-# worktree or build of another commit)
-out=$root/target/ab; mkdir -p $out
-build() { local c=$1 d=/tmp/ab-$1
-  [ -d $d ] || git -C "$root" worktree add -q --detach $d $c
-  (cd $d && CARGO_TARGET_DIR=/tmp/ab-target-$c cargo bench -q -p scalelock --bench percpu_rwlock --no-run 2>&1 | tail -1 >&2)
-  ls -t /tmp/ab-target-$c/release/deps/percpu_rwlock-* | grep -v '\.d$' | head -1; }
-BA=$(build $A); BB=$(build $B)
+source "$(dirname "$0")/ab_common.sh"
+BA=$(ab_build percpu_rwlock $A); BB=$(ab_build percpu_rwlock $B)
 : > $out/rawpc.txt
 for i in $(seq 1 $R); do
   if (( i % 2 )); then order="A B"; else order="B A"; fi

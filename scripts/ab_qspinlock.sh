@@ -6,18 +6,8 @@
 # usage: scripts/ab_qspinlock.sh COMMIT_A COMMIT_B [PAIRS]
 # env: THREADS (1,2,16), RUNTIME_MS (400). Needs python3.
 set -euo pipefail
-root=$(git rev-parse --show-toplevel)
-A=$(git rev-parse --short "$1^{commit}"); B=$(git rev-parse --short "$2^{commit}"); R=${3:-6}
-# (resolved to hashes, so that a branch name or HEAD never reuses a stale
-# worktree or build of another commit)
-out=$root/target/ab; mkdir -p $out
-build() { # commit -> binary path
-  local c=$1 d=/tmp/ab-$1
-  [ -d $d ] || git -C "$root" worktree add -q --detach $d $c
-  (cd $d && CARGO_TARGET_DIR=/tmp/ab-target-$c cargo bench -q -p scalelock --bench qspinlock --no-run 2>&1 | tail -1 >&2)
-  ls -t /tmp/ab-target-$c/release/deps/qspinlock-* | grep -v '\.d$' | head -1
-}
-BA=$(build $A); BB=$(build $B)
+source "$(dirname "$0")/ab_common.sh"
+BA=$(ab_build qspinlock $A); BB=$(ab_build qspinlock $B)
 : > $out/raw.txt
 for i in $(seq 1 $R); do
   if (( i % 2 )); then order="A B"; else order="B A"; fi
