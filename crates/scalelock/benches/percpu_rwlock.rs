@@ -241,6 +241,35 @@ fn primitives() {
         black_box(*pl.read());
     });
     println!("| parking_lot RwLock read lock+unlock (2 atomic RMWs) | {t:.2} |");
+    let q = scalelock::QRwLock::new(1u64);
+    let t = ns_per_op(|| {
+        black_box(*q.read());
+    });
+    println!("| QRwLock read lock+unlock (2 atomic RMWs) | {t:.2} |");
+    // A write every 64 ops: the lock's own policy decides how often the
+    // bias is off (revocation, inhibition window).
+    let mixed = |read: &dyn Fn(), write: &dyn Fn()| {
+        let mut n = 0u32;
+        ns_per_op(|| {
+            n = n.wrapping_add(1);
+            if n % 64 == 0 { write() } else { read() }
+        })
+    };
+    let pc2 = PerCpuRwLock::new(1u64);
+    let t_pc = mixed(
+        &|| {
+            black_box(*pc2.read());
+        },
+        &|| *pc2.write() += 1,
+    );
+    let t_q = mixed(
+        &|| {
+            black_box(*q.read());
+        },
+        &|| *q.write() += 1,
+    );
+    println!("| PerCpuRwLock: 63 reads + 1 write, per op | {t_pc:.2} |");
+    println!("| QRwLock, the same mix, per op | {t_q:.2} |");
     #[cfg(target_os = "linux")]
     {
         let t = ns_per_op(|| {

@@ -822,6 +822,8 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         } else {
             fence(Ordering::SeqCst);
         }
+        // The fence's own cost (the slot waits below are not a fence's).
+        let fenced = P::now_ns();
         let id = old & ID_MASK;
         // The statistics clock (no read without statistics).
         let revoke_start = hook::clock_ns();
@@ -848,26 +850,36 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if !table.inhibits() {
             // Xen: the bias comes back at unlock, in the mode the cost says.
             let sym = if old & SYM == 0 {
-                let cost = P::now_ns().saturating_sub(now);
-                table.record_revocation(cost);
-                cost >= TUNING.pc_sym_cost_ns
+                table.dear_fences(fenced.saturating_sub(now), TUNING.pc_sym_cost_ns)
             } else {
-                table.revocation_ns() >= TUNING.pc_sym_cost_ns
+                !table.sym_probe_due(TUNING.pc_sym_probe)
             };
             return Some(keep | if sym { FAST | SYM } else { bias::<P>() });
         }
         if old & SYM == 0 {
-            // Biased: we paid a heavy fence. Dear (other CPUs run our
-            // readers): go symmetric. Cheap: inhibit for m × cost, and
-            // adapt m to how long the bias lasted since it came back.
+            // Biased: we paid a heavy fence. Dear twice in a row (other
+            // CPUs run our readers): go symmetric. Else, if the bias was on
+            // long enough to pay for its revocation, bring it back at
+            // unlock; if not, inhibit for m × cost, and adapt m to how long
+            // the bias lasted since it came back.
             let end = P::now_ns();
             let cost = end.saturating_sub(now).max(1);
-            table.record_revocation(cost);
-            if cost >= TUNING.pc_sym_cost_ns || table.forced_symmetric() {
+            let dear = table.dear_fences(fenced.saturating_sub(now), TUNING.pc_sym_cost_ns);
+            if dear || table.forced_symmetric() {
                 return Some(keep | FAST | SYM | stamp_at(end));
             }
+            // The stamp of a biased state: when the bias came back (the
+            // window's end, or the unlock that brought it back). Negative:
+            // more than the stamp's range ago.
             let on_for = since_stamp(old, now);
-            if on_for >= 0 && (on_for as u64) < cost.saturating_mul(TUNING.pc_wasted_factor) {
+            if on_for < 0 || (on_for as u64) >= cost.saturating_mul(TUNING.pc_keep_factor) {
+                // Sparse writes: revoking at each costs at most
+                // 1/pc_keep_factor of the time, less than readers lose on
+                // the underlying lock during a window.
+                table.shrink_multiplier();
+                return Some(keep | FAST | stamp_at(end));
+            }
+            if (on_for as u64) < cost.saturating_mul(TUNING.pc_wasted_factor) {
                 table.grow_multiplier();
             } else {
                 table.shrink_multiplier();
@@ -885,9 +897,12 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // and come back symmetric.
             return Some(keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns));
         }
-        if gap < 0 || (gap as u64) >= TUNING.pc_rare_ns {
-            // Rare writes (or a gap too long for the stamp to tell): biased.
-            return Some(keep | bias::<P>());
+        if gap < 0 || (gap as u64) >= TUNING.pc_rare_ns || table.sym_probe_due(TUNING.pc_sym_probe)
+        {
+            // Rare writes (or a gap too long for the stamp to tell), or
+            // time to measure the heavy fence again: biased (the bias is
+            // on from now).
+            return Some(keep | bias::<P>() | stamp_at(now));
         }
         Some(keep | FAST | SYM | stamp_at(now))
     }

@@ -224,8 +224,12 @@ pub struct ReaderTable {
     inhibit: u8,
     /// The current (adaptive) multiplier, between 1 and `MAX_INHIBIT`.
     multiplier: AtomicU8,
-    /// Cost of the class's last asymmetric revocation, ns.
-    revocation_ns: AtomicU32,
+    /// Cost of the heavy fence of the class's last asymmetric revocation,
+    /// ns.
+    fence_ns: AtomicU32,
+    /// Symmetric revocations of the class's locks (wrapping): one in
+    /// `pc_sym_probe` tries the biased mode again.
+    sym_revocations: AtomicU32,
     /// Key of the platform whose locks use this table (0: not bound yet).
     platform: AtomicU64,
     /// Tests: every asymmetric revocation switches to the symmetric mode.
@@ -275,7 +279,8 @@ impl ReaderTable {
             index: AtomicU8::new(0),
             inhibit: multiplier,
             multiplier: AtomicU8::new(clamp_multiplier(multiplier)),
-            revocation_ns: AtomicU32::new(0),
+            fence_ns: AtomicU32::new(0),
+            sym_revocations: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
         }
@@ -295,7 +300,8 @@ impl ReaderTable {
             index: AtomicU8::new(0),
             inhibit: multiplier,
             multiplier: AtomicU8::new(clamp_multiplier(multiplier)),
-            revocation_ns: AtomicU32::new(0),
+            fence_ns: AtomicU32::new(0),
+            sym_revocations: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
         }
@@ -338,17 +344,27 @@ impl ReaderTable {
         }
     }
 
-    /// Cost of the class's last asymmetric revocation (0: none yet).
+    /// Records the heavy fence's cost `ns` of an asymmetric revocation, and
+    /// says whether this one and the previous one were both at least
+    /// `dear_ns`: one dear fence alone is more likely an interrupt or a
+    /// preemption during the `membarrier` than other CPUs busy running our
+    /// readers. Relaxed load and store: a hint (racing writers of other
+    /// locks of the class may lose one record).
     #[inline]
-    pub(crate) fn revocation_ns(&self) -> u64 {
-        u64::from(self.revocation_ns.load(Ordering::Relaxed))
+    pub(crate) fn dear_fences(&self, ns: u64, dear_ns: u64) -> bool {
+        let prev = u64::from(self.fence_ns.load(Ordering::Relaxed));
+        self.fence_ns
+            .store(ns.min(u64::from(u32::MAX)) as u32, Ordering::Relaxed);
+        ns >= dear_ns && prev >= dear_ns
     }
 
-    /// Records the cost of an asymmetric revocation. Relaxed: a hint.
+    /// Counts a symmetric revocation; true on one in `every`, when the lock
+    /// should try the biased mode again. Relaxed load and store: a hint.
     #[inline]
-    pub(crate) fn record_revocation(&self, ns: u64) {
-        self.revocation_ns
-            .store(ns.min(u64::from(u32::MAX)) as u32, Ordering::Relaxed);
+    pub(crate) fn sym_probe_due(&self, every: u32) -> bool {
+        let n = self.sym_revocations.load(Ordering::Relaxed).wrapping_add(1);
+        self.sym_revocations.store(n, Ordering::Relaxed);
+        n.is_multiple_of(every)
     }
 
     /// Test support (model checks, which have no clock to measure a

@@ -96,10 +96,19 @@ pub(crate) struct Tuning {
     /// A slow reader reads the clock (is the bias inhibition over?) on one
     /// slow read in this many of its thread.
     pub pc_clock_every: u32,
-    /// An asymmetric revocation at least this dear (the membarrier
-    /// interrupted other CPUs running readers) switches the lock to the
-    /// symmetric mode.
+    /// Two asymmetric revocations in a row whose heavy fence took at least
+    /// this long (the membarrier interrupted other CPUs running readers)
+    /// switch the lock to the symmetric mode.
     pub pc_sym_cost_ns: u64,
+    /// One symmetric revocation in this many tries the biased mode again,
+    /// to measure the heavy fence anew (so one dear spell does not make the
+    /// symmetric mode stick while writes keep coming).
+    pub pc_sym_probe: u32,
+    /// A revocation after the bias was on for at least this many
+    /// revocation costs brings the bias back at unlock, with no inhibition
+    /// window: revoking at writes this sparse costs at most this fraction
+    /// (1/n) of the time.
+    pub pc_keep_factor: u64,
     /// A revocation within this many revocation costs of the bias coming
     /// back doubles the class's inhibition multiplier.
     pub pc_wasted_factor: u64,
@@ -159,6 +168,8 @@ const NATIVE: Tuning = Tuning {
     pc_writer_steps: 11,
     pc_clock_every: 64,
     pc_sym_cost_ns: 2_000,
+    pc_sym_probe: 64,
+    pc_keep_factor: 8,
     pc_wasted_factor: 4,
     pc_dense_ns: 300,
     pc_dense_window_ns: 1_000_000,
@@ -205,6 +216,9 @@ const LOOM: Tuning = Tuning {
     pc_writer_steps: 0,
     pc_clock_every: 1,
     pc_sym_cost_ns: 2_000,
+    // Every other symmetric revocation probes: models reach the switch.
+    pc_sym_probe: 2,
+    pc_keep_factor: 8,
     pc_wasted_factor: 4,
     pc_dense_ns: 300,
     pc_dense_window_ns: 1_000_000,
