@@ -252,7 +252,11 @@ fn primitives() {
         let mut n = 0u32;
         ns_per_op(|| {
             n = n.wrapping_add(1);
-            if n % 64 == 0 { write() } else { read() }
+            if n.is_multiple_of(64) {
+                write()
+            } else {
+                read()
+            }
         })
     };
     let pc2 = PerCpuRwLock::new(1u64);

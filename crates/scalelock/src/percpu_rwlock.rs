@@ -39,16 +39,23 @@
 //! | inhibited | no `FAST` | the underlying read lock, plus a load | the underlying write lock | writes are dense, or a revocation was just paid (BRAVO) |
 //!
 //! Each write decides the next mode, under the underlying write lock:
-//! - from **biased**, after a revocation costing `C`: if `C` is at least
-//!   `pc_sym_cost_ns` (other CPUs ran our threads), go **symmetric**; else
-//!   stay **inhibited** for `m × C` (BRAVO), where the class's multiplier
-//!   `m` doubles when a revocation follows the bias's return quickly and
-//!   shrinks when it does not; a slow reader re-enables the bias once the
-//!   window is over (reading the clock on one slow read in
-//!   `pc_clock_every`).
+//! - from **biased**, after a revocation costing `C`:
+//!   - if its heavy fence, and the class's previous one, each took at
+//!     least `pc_sym_cost_ns` (other CPUs ran our threads; one dear fence
+//!     alone is more likely an interrupt), go **symmetric**;
+//!   - else, if the bias had been on for at least `pc_keep_factor × C`,
+//!     the writes are sparse enough that revoking at each costs little:
+//!     stay **biased** (the bias comes back at unlock);
+//!   - else stay **inhibited** for `m × C` (BRAVO), where the class's
+//!     multiplier `m` doubles when a revocation follows the bias's return
+//!     quickly and shrinks when it does not; a slow reader re-enables the
+//!     bias once the window is over (reading the clock on one slow read in
+//!     `pc_clock_every`).
 //! - from **symmetric**: writes closer together than `pc_dense_ns` go
 //!   **inhibited** (with `SYM` kept, so the bias comes back symmetric);
-//!   writes further apart than `pc_rare_ns` go back to **biased**.
+//!   writes further apart than `pc_rare_ns`, and one symmetric revocation
+//!   in `pc_sym_probe` (to measure the heavy fence again), go back to
+//!   **biased**.
 //! - a table built `with_inhibition(0)` never inhibits (Xen's policy): each
 //!   write re-enables the bias at unlock.
 //!
@@ -95,7 +102,8 @@
 //!   that address wait for the ghost.
 //! - `stamp` (16 bits, units of 2^6 ns, compared with wrapping arithmetic
 //!   over 4.2 ms): inhibited, the end of the window; symmetric, the time of
-//!   the last write.
+//!   the last write; biased, when the bias came back (the window's end, or
+//!   the write unlock that brought it back).
 //! - `table`: registry index of the lock's [`ReaderTable`] (0 = default).
 //! - `SYM`: the symmetric mode (see above).
 //! - `FAST`: the reader bias. Set only by someone holding the underlying

@@ -155,13 +155,19 @@ fn bravo_inhibits_then_slow_reader_restores() {
     assert!(fast(&t));
     // SAFETY: from `lock_shared` above.
     unsafe { raw.unlock_shared(t) };
-    let w = raw.lock_exclusive();
-    // SAFETY: from `lock_exclusive` above.
-    unsafe { raw.unlock_exclusive(w) };
+    // Two writes back to back: the second finds the bias either off (the
+    // first inhibited it) or just back (the first kept it: a fresh lock's
+    // bias may have been on for long), so it revokes soon after the bias's
+    // return, which inhibits.
+    for _ in 0..2 {
+        let w = raw.lock_exclusive();
+        // SAFETY: from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+    }
     let s = raw.state.load(O::Relaxed);
     assert!(
         s & FAST == 0 || s & SYM != 0,
-        "after a write the bias is off, or symmetric (a dear revocation)"
+        "after dense writes the bias is off, or symmetric (dear revocations)"
     );
     // Within a few windows (<= 1.6 ms each) a slow reader turns it back on.
     let mut reenabled = false;
@@ -185,11 +191,14 @@ fn default_table_inhibits_after_a_revocation() {
     assert!(fast(&t));
     // SAFETY: from `lock_shared` above.
     unsafe { raw.unlock_shared(t) };
-    // Force a cheap revocation's verdict: the asymmetric (biased) mode
-    // inhibits the bias after a write (BRAVO, not Xen)...
-    let w = raw.lock_exclusive();
-    // SAFETY: from `lock_exclusive` above.
-    unsafe { raw.unlock_exclusive(w) };
+    // Writes back to back: the asymmetric (biased) mode inhibits the bias
+    // after a revocation that follows its return closely (BRAVO, not
+    // Xen)...
+    for _ in 0..2 {
+        let w = raw.lock_exclusive();
+        // SAFETY: from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+    }
     let s = raw.state.load(O::Relaxed);
     if s & SYM == 0 {
         assert_eq!(s & FAST, 0, "default table: BRAVO, not Xen");
@@ -200,6 +209,81 @@ fn default_table_inhibits_after_a_revocation() {
         // SAFETY: as above.
         unsafe { raw.unlock_exclusive(w) };
     }
+}
+
+/// Sparse writes keep the bias: a revocation after the bias was on for
+/// many revocation costs brings it back at unlock, with no window.
+#[test]
+#[cfg_attr(miri, ignore = "sleeps on the real clock")]
+fn sparse_writes_keep_the_bias() {
+    let raw = Raw::new();
+    // Writes back to back first, so the stamp is known (a fresh lock's is
+    // not): they leave the bias inhibited.
+    for _ in 0..2 {
+        let w = raw.lock_exclusive();
+        // SAFETY: from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+    }
+    // A few tries: a revocation that happens to take over 1/8 of the gap
+    // (a preempted writer on a loaded machine) inhibits once.
+    let kept = (0..20).any(|_| {
+        // Until the bias is on (a slow reader re-enables it after a
+        // window), then a gap of about 1 ms, inside the stamp's exact range.
+        for _ in 0..2_000 {
+            if raw.state.load(O::Relaxed) & FAST != 0 {
+                break;
+            }
+            let t = raw.lock_shared();
+            // SAFETY: from `lock_shared` above.
+            unsafe { raw.unlock_shared(t) };
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        // Only a biased spell counts (dear fences may have made the lock
+        // symmetric; its rare writes bring the bias back for the next try).
+        let biased = raw.state.load(O::Relaxed) & (FAST | SYM) == FAST;
+        let w = raw.lock_exclusive();
+        let next = w.next;
+        // SAFETY: from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+        biased && next & (FAST | SYM) == FAST
+    });
+    assert!(kept, "a write after a long biased spell keeps the bias");
+    let s = raw.state.load(O::Relaxed);
+    assert_ne!(s & FAST, 0, "the bias is back after the sparse write");
+}
+
+/// The symmetric mode does not stick while writes keep coming: one
+/// symmetric revocation in `pc_sym_probe` tries the biased mode again.
+#[test]
+#[cfg_attr(miri, ignore = "sleeps on the real clock")]
+fn symmetric_mode_probes_the_bias_again() {
+    static FORCED: ReaderTable = ReaderTable::new();
+    FORCED.force_symmetric();
+    let raw = Raw::with_table(&FORCED);
+    let mut biased = 0;
+    let mut symmetric = 0;
+    // Gaps of 20 µs or more: neither dense (inhibiting) nor, unless the
+    // sleep overslept (then the outcome is not counted), rare.
+    let mut last = std::time::Instant::now();
+    for _ in 0..3 * TUNING.pc_sym_probe {
+        let t = raw.lock_shared();
+        // SAFETY: from `lock_shared` above.
+        unsafe { raw.unlock_shared(t) };
+        std::thread::sleep(std::time::Duration::from_micros(20));
+        let w = raw.lock_exclusive();
+        let rare = last.elapsed().as_nanos() as u64 >= TUNING.pc_rare_ns / 2;
+        match (w.next & FAST != 0, w.next & SYM != 0) {
+            (true, false) if !rare => biased += 1,
+            (true, true) => symmetric += 1,
+            _ => {}
+        }
+        // SAFETY: from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+        last = std::time::Instant::now();
+    }
+    assert!(symmetric > 0, "forced: revocations go symmetric");
+    assert!(biased > 0, "the symmetric mode tried the bias again");
 }
 
 #[test]
