@@ -363,6 +363,20 @@ pub fn start_optimistic(class: ClassRef, kind: LockKind, access: Access) -> Pend
     }
 }
 
+/// An optimistic read that succeeded at its first attempt: counted as
+/// [`start_optimistic`] and [`Pending::passed`] count it, without a
+/// `Pending` (for reads so short that carrying one costs more than the
+/// counting).
+#[inline(always)]
+pub(crate) fn optimistic_passed(class: ClassRef, kind: LockKind, access: Access) {
+    #[cfg(feature = "stats")]
+    if active::load() & active::STATS != 0 {
+        crate::stats::counters::passed_uncontended(class.resolve(kind).index, access);
+    }
+    #[cfg(not(feature = "stats"))]
+    let _ = (class, kind, access);
+}
+
 /// Begins a timed acquisition (`try_lock_for`, `try_write_until`, ...) of
 /// the lock at `instance`. Statistics count it as [`start`]'s: contended if
 /// it waits, an acquisition with its wait if it gets the lock; one that
