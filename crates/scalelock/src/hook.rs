@@ -118,6 +118,55 @@ pub(crate) fn any_active() -> bool {
     }
 }
 
+/// Whether statistics alone are switched on (lockdep off; one Relaxed
+/// load, `false` without `stats`): an acquisition that does not wait then
+/// needs nothing before it and can be counted after it
+/// ([`per_cpu_read_counted`]).
+#[inline(always)]
+pub(crate) fn stats_only() -> bool {
+    #[cfg(feature = "stats")]
+    {
+        active::load() == active::STATS
+    }
+    #[cfg(not(feature = "stats"))]
+    {
+        false
+    }
+}
+
+/// A per-CPU read that got the lock without waiting, while [`stats_only`]:
+/// counted as [`start`] and [`Pending::acquired_per_cpu_read`] count it
+/// (`fast`: it took its slot's fast path), inline, with no `Pending`
+/// carried across the read.
+#[inline(always)]
+pub(crate) fn per_cpu_read_counted(
+    class: ClassRef,
+    kind: LockKind,
+    access: Access,
+    fast: bool,
+) -> Held {
+    #[cfg(feature = "stats")]
+    {
+        let class = class.resolve(kind).index;
+        if fast {
+            return match crate::stats::counters::fast_read_acquired(class) {
+                0 => Held::NONE,
+                start => Held {
+                    start,
+                    ..Held::unsampled(class, HELD_STATS, access)
+                },
+            };
+        }
+        crate::stats::counters::event(class, crate::stats::counters::Event::FallbackRead);
+        Held::counted(class, access)
+    }
+    #[cfg(not(feature = "stats"))]
+    {
+        let _ = (class, kind, access, fast);
+        Held::NONE
+    }
+}
+
 /// An acquisition in progress, from [`start`] to [`Pending::acquired`] (or
 /// [`Pending::passed`]). Zero-sized without the features.
 #[must_use = "end an acquisition with `acquired` or `passed`"]
@@ -361,6 +410,20 @@ pub fn start_optimistic(class: ClassRef, kind: LockKind, access: Access) -> Pend
         let _ = (class, kind, access);
         Pending {}
     }
+}
+
+/// An optimistic read that succeeded at its first attempt: counted as
+/// [`start_optimistic`] and [`Pending::passed`] count it, without a
+/// `Pending` (for reads so short that carrying one costs more than the
+/// counting).
+#[inline(always)]
+pub(crate) fn optimistic_passed(class: ClassRef, kind: LockKind, access: Access) {
+    #[cfg(feature = "stats")]
+    if active::load() & active::STATS != 0 {
+        crate::stats::counters::passed_uncontended(class.resolve(kind).index, access);
+    }
+    #[cfg(not(feature = "stats"))]
+    let _ = (class, kind, access);
 }
 
 /// Begins a timed acquisition (`try_lock_for`, `try_write_until`, ...) of

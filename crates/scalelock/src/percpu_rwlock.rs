@@ -459,6 +459,20 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     #[cold]
     #[inline(never)]
     fn lock_shared_hooked(&self) -> PerCpuReadToken {
+        // Statistics alone: a read that gets the lock without waiting is
+        // counted after it, with no `Pending` kept across it (the closures
+        // handed to the out-of-line modes would keep one on the stack).
+        if hook::stats_only()
+            && let Some(mut token) = self.try_lock_shared_fast(NO_WAIT)
+        {
+            token.held = hook::per_cpu_read_counted(
+                self.class,
+                LockKind::PerCpuRwLock,
+                Access::RecursiveRead,
+                Self::took_fast_path(&token),
+            );
+            return token;
+        }
         // Reads are recursive reads to lockdep: a read of a lock the thread
         // already read-holds never waits (see "Recursive reads").
         let mut p = self.start(Access::RecursiveRead);

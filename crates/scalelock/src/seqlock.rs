@@ -72,7 +72,7 @@ use core::mem::{MaybeUninit, size_of};
 
 use crate::class::{Access, ClassRef, LockKind};
 use crate::events::Events;
-use crate::hook::{self, Held, Pending};
+use crate::hook::{self, Held};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qspinlock::RawQSpinLock;
 use crate::sync::atomic::{AtomicU8, AtomicUsize, Ordering, fence};
@@ -298,10 +298,9 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// One read attempt: the value, unless a write overlapped.
     #[inline]
     pub fn try_read(&self) -> Option<T> {
-        let p = hook::start_optimistic(self.class(), LockKind::SeqLock, Access::Read);
         let v = self.try_read_quiet();
         if v.is_some() {
-            p.passed();
+            hook::optimistic_passed(self.class(), LockKind::SeqLock, Access::Read);
         }
         v
     }
@@ -339,20 +338,24 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
 
     /// `read`, counted by the hooks (inlined too: with statistics on, every
     /// read comes here, and a call costs the read more than the counting).
+    /// A read that succeeds at once is counted after it, with no `Pending`
+    /// carried across it (one the retry path might take would live on the
+    /// stack, built and stored on every read).
     #[inline(always)]
     fn read_hooked(&self) -> T {
-        let p = hook::start_optimistic(self.class(), LockKind::SeqLock, Access::Read);
         match self.try_read_quiet() {
             Some(v) => {
-                p.passed();
+                hook::optimistic_passed(self.class(), LockKind::SeqLock, Access::Read);
                 v
             }
-            None => self.read_slow(p),
+            None => self.read_slow(),
         }
     }
 
+    /// `read_hooked` after a first attempt overlapped a write.
     #[cold]
-    fn read_slow(&self, mut p: Pending) -> T {
+    fn read_slow(&self) -> T {
+        let mut p = hook::start_optimistic(self.class(), LockKind::SeqLock, Access::Read);
         p.contended();
         let mut backoff = Backoff::new();
         loop {

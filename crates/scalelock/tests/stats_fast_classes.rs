@@ -1,8 +1,8 @@
 //! The uncontended statistics path counts the first classes in a
 //! per-thread array and every later class in its per-thread blocks: counts
-//! stay exact on both sides of that line, across threads that exit (their
-//! arrays go to later threads) and across a reset (which rebases the
-//! arrays instead of writing them).
+//! stay exact on both sides of that line, across threads that exit (what
+//! their arrays counted is kept in a shared sum) and across a reset (which
+//! rebases the arrays instead of writing them).
 //! Run: `cargo test -p scalelock --features stats --test stats_fast_classes`
 #![cfg(feature = "stats")]
 
@@ -82,7 +82,7 @@ fn many_classes_threads_and_reset_count_exactly() {
     let locks: Vec<Locks> = (0..CLASSES).map(class_locks).collect();
 
     // Threads run side by side, then more threads one after another (each
-    // may take an exited thread's array from the pool).
+    // after the previous one exited and left its counts in the shared sum).
     const THREADS: u64 = 3;
     const ROUNDS: u64 = 20;
     thread::scope(|s| {

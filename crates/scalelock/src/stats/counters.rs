@@ -17,12 +17,19 @@
 //! inlined into the lock and kept short. A class's registry index is cached
 //! in its `LockClass` (one load); each thread has a small array of
 //! counters ([`FastCounts`]: read and write acquisitions and per-CPU fast
-//! reads of the first [`FAST_CLASSES`] classes) published in a thread-local
-//! without a destructor (`RECENT`; std compiles such a `thread_local!` to a
-//! plain TLS access, with no lazy-initialisation or destructor-registration
-//! check). Counting is then a TLS load, a bounds check, one Relaxed load
-//! and store of the thread's own counter and the hold-sampling countdown
-//! (the sampling rate is read only when the countdown runs out).
+//! reads of the first [`FAST_CLASSES`] classes) inside a `const`-initialised
+//! thread-local without a destructor (`RECENT`; std compiles such a
+//! `thread_local!` to a plain TLS access, with no lazy-initialisation or
+//! destructor-registration check), next to the hold-sampling countdown.
+//! The countdown doubles as the "this thread's array is registered" flag
+//! (it is never above 0 on a thread whose array snapshots cannot see), so
+//! counting is a compare of the class index with a constant, one TLS load
+//! and store of the countdown, and one Relaxed load and store of the
+//! thread's own counter, all at fixed offsets from the thread pointer (the
+//! price: every thread of a program built with `stats` carries the array,
+//! `FAST_CLASSES * FAST_COUNTERS` words, in its static TLS). The
+//! sampling rate is read only when the countdown runs out, on a cold path
+//! that also registers the thread's array on its first event.
 //! No clock is read unless this hold is sampled (1 in
 //! `stats::hold_sample()`). Classes past the array, and contended
 //! acquisitions (whose wait is timed anyway), count in the thread's block
@@ -31,9 +38,11 @@
 //! load, the epoch check and the update. The `RefCell`ed list itself is
 //! only used to add a class the thread meets for the first time.
 //!
-//! When a thread exits its blocks and its array go to pools and a later
-//! thread carries on counting in them, so nothing counted is lost and
-//! memory stays bounded by (threads alive at once) x (classes). A thread
+//! When a thread exits its blocks go to a pool and a later thread carries
+//! on counting in them, and what its array counted is added to a shared
+//! sum of exited threads' counts (the array itself is freed with the
+//! thread), so nothing counted is lost and memory stays bounded by
+//! (threads alive at once) x (classes). A thread
 //! whose thread-locals are already destroyed (locking from a thread-local
 //! destructor) counts into a shared block per class under a mutex.
 //!
@@ -42,8 +51,8 @@
 //! a global epoch: a block whose epoch is old counts as zero in snapshots,
 //! and its owner zeroes it before its next update. The arrays, which the
 //! fast path does not check an epoch for, are rebased instead: reset copies
-//! each array's counts to its `base` (under the `FAST_ALL` mutex) and
-//! snapshots report the difference.
+//! each live array's counts to its `base` and zeroes the exited threads'
+//! sum (under the `FAST_ALL` mutex), and snapshots report the difference.
 
 use core::cell::{Cell, RefCell};
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -220,67 +229,128 @@ pub(crate) const FAST_WRITES: usize = 1;
 pub(crate) const FAST_PERCPU_READS: usize = 2;
 
 /// A thread's counters of the uncontended path: acquisitions and fast
-/// reads, indexed by class index, written only by the owner thread.
-///
-/// Reset does not touch the counts (they belong to their owner): it copies
-/// them to `base`, and snapshots report `counts - base`.
+/// reads, indexed by counter (`FAST_READS`, ...) and class index, written
+/// only by the owner thread. It lives in the thread's `RECENT`, and is
+/// registered in `FAST_ALL` for snapshots from the thread's first counted
+/// event to its exit.
 pub(crate) struct FastCounts {
-    counts: [[AtomicU64; FAST_COUNTERS]; FAST_CLASSES],
-    /// The counts at the last reset; written by `reset` under `FAST_ALL`.
-    base: [[AtomicU64; FAST_COUNTERS]; FAST_CLASSES],
+    counts: [[AtomicU64; FAST_CLASSES]; FAST_COUNTERS],
 }
 
 impl FastCounts {
-    fn new() -> Self {
+    const fn new() -> Self {
         Self {
-            counts: [const { [const { AtomicU64::new(0) }; FAST_COUNTERS] }; FAST_CLASSES],
-            base: [const { [const { AtomicU64::new(0) }; FAST_COUNTERS] }; FAST_CLASSES],
+            counts: [const { [const { AtomicU64::new(0) }; FAST_CLASSES] }; FAST_COUNTERS],
+        }
+    }
+
+    /// Counter `k` of class index `class` (`class < FAST_CLASSES`).
+    #[inline(always)]
+    fn counter(&self, k: usize, class: u32) -> &AtomicU64 {
+        &self.counts[k][class as usize]
+    }
+}
+
+/// Counts of the uncontended path, per class index and counter.
+type FastSums = [[u64; FAST_COUNTERS]; FAST_CLASSES];
+
+/// A live thread's registered `FastCounts`.
+struct FastEntry {
+    /// The `FastCounts` in the thread's `RECENT`.
+    counts: *const FastCounts,
+    /// The counts at the last reset (or 0, registered after it).
+    base: FastSums,
+}
+
+// SAFETY: `counts` points into a live thread's `RECENT`; other threads only
+// read its atomics, under the `FAST_ALL` mutex, and the owner unregisters
+// it (`unregister_fast`, under that mutex) before its thread-locals are
+// freed, so the pointer may move between threads with the entry.
+unsafe impl Send for FastEntry {}
+
+impl FastEntry {
+    /// `f(k, class, count)` for each of the thread's counts.
+    fn for_each(&self, mut f: impl FnMut(usize, usize, u64)) {
+        // SAFETY: see `FastEntry`'s Send: while the entry is in `FAST_ALL`
+        // (we hold its mutex) the thread has not freed its `RECENT`.
+        let fast = unsafe { &*self.counts };
+        for (k, counts) in fast.counts.iter().enumerate() {
+            for (class, c) in counts.iter().enumerate() {
+                // Relaxed: snapshots and resets tolerate lag (a count
+                // stored but not yet seen counts after them).
+                f(k, class, c.load(Ordering::Relaxed));
+            }
         }
     }
 }
 
-/// Every `FastCounts` ever allocated (never freed); also serialises
-/// `reset`'s writes of their bases with snapshots.
-static FAST_ALL: Mutex<Vec<&'static FastCounts>> = Mutex::new(Vec::new());
-/// `FastCounts` of exited threads, for reuse.
-static FAST_POOL: Mutex<Vec<&'static FastCounts>> = Mutex::new(Vec::new());
+/// The registered `FastCounts` and what exited threads counted.
+struct FastRegistry {
+    live: Vec<FastEntry>,
+    /// What exited threads' arrays counted since the last reset.
+    exited: FastSums,
+}
 
-/// The calling thread's `FastCounts`, allocated (or taken from the pool)
-/// and published on first use; `None` if its thread-locals are gone or it
-/// is being allocated (a re-entrant call from the allocator).
+/// The live threads' `FastCounts` and the exited threads' sum; also
+/// serialises `reset`'s writes of the bases with snapshots and exits.
+static FAST_ALL: Mutex<FastRegistry> = Mutex::new(FastRegistry {
+    live: Vec::new(),
+    exited: [[0; FAST_COUNTERS]; FAST_CLASSES],
+});
+
+/// Registers the calling thread's `FastCounts` (once; its `Shard`'s
+/// destructor unregisters them): whether they are registered, false if its
+/// thread-locals are gone or it is registering them (a re-entrant call
+/// from the allocator).
 #[cold]
-fn fast_counts() -> Option<&'static FastCounts> {
-    SHARD
-        .try_with(|s| {
-            if let Some(f) = s.fast.get() {
-                return Some(f);
-            }
-            if s.allocating.replace(true) {
-                return None;
-            }
-            let pooled = guard(&FAST_POOL).pop();
-            let f = pooled.unwrap_or_else(|| {
-                let f: &'static FastCounts = Box::leak(Box::new(FastCounts::new()));
-                guard(&FAST_ALL).push(f);
-                f
-            });
-            s.fast.set(Some(f));
-            s.allocating.set(false);
-            RECENT.with(|r| r.fast.set(f));
-            Some(f)
-        })
-        .ok()
-        .flatten()
+fn register_fast() -> bool {
+    RECENT.with(|r| {
+        if r.registered.get() {
+            return true;
+        }
+        SHARD
+            .try_with(|s| {
+                if s.allocating.replace(true) {
+                    return false;
+                }
+                let entry = FastEntry {
+                    counts: &r.fast,
+                    base: [[0; FAST_COUNTERS]; FAST_CLASSES],
+                };
+                guard(&FAST_ALL).live.push(entry);
+                r.registered.set(true);
+                s.allocating.set(false);
+                true
+            })
+            .unwrap_or(false)
+    })
+}
+
+/// The calling thread exits: its counts go to the exited threads' sum and
+/// its `FastCounts` leave the registry (before its thread-locals are freed).
+fn unregister_fast(r: &Recent) {
+    if !r.registered.replace(false) {
+        return;
+    }
+    // From now on every event takes the cold paths, which find the thread
+    // unregistered (and its `Shard` gone) and count in the shared blocks.
+    r.countdown.set(0);
+    let mine: *const FastCounts = &r.fast;
+    let mut all = guard(&FAST_ALL);
+    let FastRegistry { live, exited } = &mut *all;
+    if let Some(i) = live.iter().position(|e| core::ptr::eq(e.counts, mine)) {
+        let entry = live.swap_remove(i);
+        entry.for_each(|k, class, c| {
+            exited[class][k] += c.saturating_sub(entry.base[class][k]);
+        });
+    }
 }
 
 /// A thread's blocks.
 struct Shard {
     blocks: RefCell<Vec<Option<&'static Block>>>,
-    /// The thread's fast counters, once it counted an uncontended
-    /// acquisition.
-    fast: Cell<Option<&'static FastCounts>>,
-    /// `fast_counts` is allocating them (an allocator that locks an
-    /// instrumented lock re-enters it).
+    /// `register_fast` is registering the thread's `FastCounts` (an
+    /// allocator that locks an instrumented lock re-enters it).
     allocating: Cell<bool>,
 }
 
@@ -289,11 +359,11 @@ impl Drop for Shard {
         // The blocks go to the pool, where another thread may take them, and
         // the list is freed: unpublish it first (this thread may still lock
         // in later thread-local destructors; it then counts in the shared
-        // blocks).
-        let _ = RECENT.try_with(Recent::forget);
-        if let Some(fast) = self.fast.take() {
-            guard(&FAST_POOL).push(fast);
-        }
+        // blocks). Its fast counts go to the exited threads' sum.
+        RECENT.with(|r| {
+            r.forget_blocks();
+            unregister_fast(r);
+        });
         let blocks = core::mem::take(self.blocks.get_mut());
         let mut pool = guard(&POOL);
         for b in blocks.into_iter().flatten() {
@@ -306,55 +376,30 @@ impl Drop for Shard {
     }
 }
 
-/// The thread's block list as published for the fast path, and its
-/// hold-sampling countdown: no destructor, so always accessible and as
-/// cheap as TLS gets.
+/// The thread's fast counters, its hold-sampling countdown and its block
+/// list as published for the fast path: no destructor, so always
+/// accessible and as cheap as TLS gets.
 struct Recent {
+    /// Holds to go until the next sampled one, counting this one: the
+    /// sampling countdown. Never above 0 unless `registered` (so a
+    /// countdown above 0 lets the fast path count in `fast`); 0 makes the
+    /// next event take the cold path (which samples, and registers).
+    countdown: Cell<u32>,
+    /// `fast` is in `FAST_ALL` (from the thread's first counted event to
+    /// its exit).
+    registered: Cell<bool>,
+    /// The thread's counters of the uncontended path.
+    fast: FastCounts,
     /// The buffer of this thread's `Shard::blocks`, valid for `len`
     /// entries (0: nothing published).
     blocks: Cell<*const Option<&'static Block>>,
     len: Cell<usize>,
-    /// This thread's `Shard::fast` (null: none yet, or handed back to the
-    /// pool at thread exit).
-    fast: Cell<*const FastCounts>,
-    countdown: Cell<u32>,
 }
 
 impl Recent {
-    /// Unpublishes the list (before it changes or is freed) and the fast
-    /// counters (before another thread may take them).
-    fn forget(&self) {
-        self.len.set(0);
-        self.fast.set(core::ptr::null());
-    }
-
-    /// Unpublishes the block list only.
+    /// Unpublishes the block list (before it changes or is freed).
     fn forget_blocks(&self) {
         self.len.set(0);
-    }
-
-    /// This thread's fast counter `k` of class index `class`, if the class
-    /// has one and the thread's array is published.
-    #[inline(always)]
-    fn fast_counter(&self, class: u32, k: usize) -> Option<&'static AtomicU64> {
-        self.fast_counters(class).map(|c| &c[k])
-    }
-
-    /// This thread's fast counters of class index `class`, if the class
-    /// has them and the thread's array is published.
-    #[inline(always)]
-    fn fast_counters(&self, class: u32) -> Option<&'static [AtomicU64; FAST_COUNTERS]> {
-        let fast = self.fast.get();
-        if (class as usize) < FAST_CLASSES && !fast.is_null() {
-            // SAFETY: a non-null `fast` is this thread's own array
-            // (`fast_counts` published it); arrays are leaked, never freed,
-            // and it is unpublished (`forget`) before the pool may give it
-            // to another thread, so only this thread writes through it.
-            // `class < FAST_CLASSES` keeps the index in bounds.
-            Some(unsafe { &(*fast).counts[class as usize] })
-        } else {
-            None
-        }
     }
 
     /// Publishes `blocks` (this thread's `Shard::blocks`).
@@ -393,9 +438,22 @@ impl Recent {
             self.countdown.set(c - 1);
             false
         } else {
-            self.countdown.set(super::hold_sample());
+            self.restart_countdown();
             true
         }
+    }
+
+    /// The countdown ran out (or was never started): restarts it at the
+    /// current rate, registering the thread's `FastCounts` first (a thread
+    /// that cannot register them keeps 0, see `countdown`).
+    #[cold]
+    fn restart_countdown(&self) {
+        let every = if self.registered.get() || register_fast() {
+            super::hold_sample()
+        } else {
+            0
+        };
+        self.countdown.set(every);
     }
 }
 
@@ -403,16 +461,16 @@ std::thread_local! {
     static SHARD: Shard = const {
         Shard {
             blocks: RefCell::new(Vec::new()),
-            fast: Cell::new(None),
             allocating: Cell::new(false),
         }
     };
     static RECENT: Recent = const {
         Recent {
+            countdown: Cell::new(0),
+            registered: Cell::new(false),
+            fast: FastCounts::new(),
             blocks: Cell::new(core::ptr::null()),
             len: Cell::new(0),
-            fast: Cell::new(core::ptr::null()),
-            countdown: Cell::new(0),
         }
     };
 }
@@ -518,20 +576,25 @@ fn fast_index(access: Access) -> usize {
 
 /// An uncontended acquisition (no wait to record): counts it; returns the
 /// clock if this hold is sampled, else 0. Inlined into the lock: for a
-/// class with a fast counter, a thread-local load, one counter store and
-/// the sampling countdown.
+/// class with a fast counter and a hold not sampled, the countdown's TLS
+/// load and store and the counter's (see the module docs).
 #[inline(always)]
 pub(crate) fn acquired_uncontended(class: u32, access: Access) -> u64 {
-    let sampled = RECENT.with(|r| {
-        let c = r.fast_counter(class, fast_index(access))?;
-        bump(c, 1);
-        Some(r.sample())
-    });
-    match sampled {
-        Some(false) => 0,
-        Some(true) => sample_start(),
-        None => acquired_slow(class, access),
+    if (class as usize) < FAST_CLASSES {
+        let counted = RECENT.with(|r| {
+            let c = r.countdown.get();
+            // Above 1: registered (see `Recent::countdown`), not sampled.
+            if c > 1 {
+                r.countdown.set(c - 1);
+                bump(r.fast.counter(fast_index(access), class), 1);
+            }
+            c > 1
+        });
+        if counted {
+            return 0;
+        }
     }
+    acquired_slow(class, access)
 }
 
 /// An uncontended per-CPU read that took its slot's fast path: counts the
@@ -539,41 +602,42 @@ pub(crate) fn acquired_uncontended(class: u32, access: Access) -> u64 {
 /// the clock if this hold is sampled, else 0 (as `acquired_uncontended`).
 #[inline(always)]
 pub(crate) fn fast_read_acquired(class: u32) -> u64 {
-    let sampled = RECENT.with(|r| {
-        let c = r.fast_counters(class)?;
-        bump(&c[FAST_PERCPU_READS], 1);
-        bump(&c[FAST_READS], 1);
-        Some(r.sample())
-    });
-    match sampled {
-        Some(false) => 0,
-        Some(true) => sample_start(),
-        None => {
-            fast_read(class);
-            acquired_slow(class, Access::Read)
+    if (class as usize) < FAST_CLASSES {
+        let counted = RECENT.with(|r| {
+            let c = r.countdown.get();
+            // Above 1: registered (see `Recent::countdown`), not sampled.
+            if c > 1 {
+                r.countdown.set(c - 1);
+                bump(r.fast.counter(FAST_PERCPU_READS, class), 1);
+                bump(r.fast.counter(FAST_READS, class), 1);
+            }
+            c > 1
+        });
+        if counted {
+            return 0;
         }
     }
+    fast_read_acquired_slow(class)
 }
 
-/// A sampled hold begins: the clock.
+/// `fast_read_acquired` for a sampled hold, a class without fast counters
+/// or a thread not registered yet.
 #[cold]
-fn sample_start() -> u64 {
-    now_ns()
+fn fast_read_acquired_slow(class: u32) -> u64 {
+    fast_read(class);
+    acquired_slow(class, Access::Read)
 }
 
-/// `acquired_uncontended` without a published fast counter: publishes the
-/// thread's array, or counts in the class's block.
+/// `acquired_uncontended` for a sampled hold, a class without fast
+/// counters or a thread not registered yet: registers the thread's array
+/// (or counts in the class's block if it cannot), samples.
 #[cold]
 fn acquired_slow(class: u32, access: Access) -> u64 {
-    if (class as usize) < FAST_CLASSES
-        && let Some(f) = fast_counts()
-    {
-        bump(&f.counts[class as usize][fast_index(access)], 1);
-        return if RECENT.with(Recent::sample) {
-            now_ns()
-        } else {
-            0
-        };
+    if (class as usize) < FAST_CLASSES && register_fast() {
+        return RECENT.with(|r| {
+            bump(r.fast.counter(fast_index(access), class), 1);
+            if r.sample() { now_ns() } else { 0 }
+        });
     }
     acquired(class, access, 0)
 }
@@ -599,20 +663,27 @@ pub(crate) fn fast_read(class: u32) {
 /// counts in the block).
 #[inline(always)]
 fn count_fast(class: u32, k: usize) -> bool {
-    if let Some(c) = RECENT.with(|r| r.fast_counter(class, k)) {
-        bump(c, 1);
+    if (class as usize) < FAST_CLASSES
+        && RECENT.with(|r| {
+            // Above 0: registered (see `Recent::countdown`).
+            let registered = r.countdown.get() != 0;
+            if registered {
+                bump(r.fast.counter(k, class), 1);
+            }
+            registered
+        })
+    {
         return true;
     }
     count_fast_slow(class, k)
 }
 
-/// `count_fast` without a published array.
+/// `count_fast` for a class without fast counters or a thread whose
+/// countdown is 0 (not registered yet, or sampling restarted).
 #[cold]
 fn count_fast_slow(class: u32, k: usize) -> bool {
-    if (class as usize) < FAST_CLASSES
-        && let Some(f) = fast_counts()
-    {
-        bump(&f.counts[class as usize][k], 1);
+    if (class as usize) < FAST_CLASSES && register_fast() {
+        RECENT.with(|r| bump(r.fast.counter(k, class), 1));
         return true;
     }
     false
@@ -703,40 +774,38 @@ pub(crate) fn reset() {
     // Relaxed: owners and snapshots compare epochs; a late view only makes
     // a few in-flight events count in the old epoch.
     EPOCH.fetch_add(1, Ordering::Relaxed);
-    // The fast counts: what they hold now is the new zero. Relaxed: a
-    // count stored by its owner that this load does not see yet counts
-    // after the reset (as an event in flight above).
-    for f in guard(&FAST_ALL).iter() {
-        for (counts, base) in f.counts.iter().zip(&f.base) {
-            for (c, b) in counts.iter().zip(base) {
-                b.store(c.load(Ordering::Relaxed), Ordering::Relaxed);
-            }
-        }
+    // The fast counts: what the live arrays hold now is the new zero, and
+    // what exited threads counted is gone.
+    let mut all = guard(&FAST_ALL);
+    let FastRegistry { live, exited } = &mut *all;
+    for entry in live.iter_mut() {
+        let mut base = entry.base;
+        entry.for_each(|k, class, c| base[class][k] = c);
+        entry.base = base;
     }
+    *exited = [[0; FAST_COUNTERS]; FAST_CLASSES];
 }
 
 /// Runs `f(class, counts)` for every class with fast counts since the last
-/// reset, once per thread array (`counts` indexed by `FAST_READS`, ...).
+/// reset, summed over threads (`counts` indexed by `FAST_READS`, ...).
 pub(crate) fn fast_counts_since_reset(mut f: impl FnMut(u32, [u64; FAST_COUNTERS])) {
-    // A copy, so that `f` may allocate (with an allocator on an
-    // instrumented lock, that may publish a new array) without the mutex.
-    let all = guard(&FAST_ALL).clone();
-    for fast in all {
-        for (class, (counts, base)) in fast.counts.iter().zip(&fast.base).enumerate() {
-            let mut since = [0; FAST_COUNTERS];
-            for (k, (c, b)) in counts.iter().zip(base).enumerate() {
-                // Relaxed: snapshots tolerate lag. After a reset that
-                // released the mutex before we took it, a count is at
-                // least its base (the reset read it); a reset running
-                // meanwhile may be seen ahead of the count: 0, not a
-                // wrapped difference.
-                since[k] = c
-                    .load(Ordering::Relaxed)
-                    .saturating_sub(b.load(Ordering::Relaxed));
-            }
-            if since != [0; FAST_COUNTERS] {
-                f(class as u32, since);
-            }
+    let mut sums;
+    {
+        // Summed under the mutex, without allocating (an allocator on an
+        // instrumented lock would count, and may register an array).
+        let all = guard(&FAST_ALL);
+        sums = all.exited;
+        for entry in &all.live {
+            entry.for_each(|k, class, c| {
+                // After a reset that released the mutex before we took
+                // it, a count is at least its base (the reset read it).
+                sums[class][k] += c.saturating_sub(entry.base[class][k]);
+            });
+        }
+    }
+    for (class, since) in sums.into_iter().enumerate() {
+        if since != [0; FAST_COUNTERS] {
+            f(class as u32, since);
         }
     }
 }
