@@ -86,8 +86,15 @@ fn smoke<R: Raw>() {
     drop(l.read());
     drop(l.write());
     drop(l.upgradable_read());
-    drop((l.read(), l.read()));
-    drop((l.read(), l.upgradable_read()));
+    // A recursive read, and an upgradable read taken while reading, can
+    // deadlock against a writer that queues in between (QRwLock is fair;
+    // PerCpuRwLock's upgradable read queues on its underlying lock), so
+    // lockdep reports them, rightly (tests/lockdep_*.rs check that): they
+    // run here only without it.
+    if !cfg!(feature = "lockdep") {
+        drop((l.read(), l.read()));
+        drop((l.read(), l.upgradable_read()));
+    }
     drop(l.write());
 }
 
