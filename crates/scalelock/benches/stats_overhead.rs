@@ -23,7 +23,8 @@
 //! cargo bench -p scalelock --bench stats_overhead
 //! cargo bench -p scalelock --bench stats_overhead --features stats,lockdep
 //! ```
-//! (env `ROUNDS`, `RUNTIME_MS` override the defaults.) Comparing the
+//! (env `ROUNDS`, `RUNTIME_MS` override the defaults; `HOLD_SAMPLE` sets
+//! the hold-time sampling rate, `stats::set_hold_sample`.) Comparing the
 //! SeqLock lines of the two builds compares two processes: re-run both a
 //! few times before trusting a difference.
 
@@ -316,15 +317,29 @@ fn run(path: Path, runtime: Duration) -> f64 {
     start.elapsed().as_nanos() as f64 / ops as f64
 }
 
+/// The hold-time sampling rate in effect (the default without `stats`).
+fn hold_sample() -> u32 {
+    #[cfg(feature = "stats")]
+    return scalelock::stats::hold_sample();
+    #[cfg(not(feature = "stats"))]
+    64
+}
+
 fn main() {
     let rounds = env_u64("ROUNDS", 7) as usize;
     let runtime = Duration::from_millis(env_u64("RUNTIME_MS", 200));
     let list = contenders();
+    #[cfg(feature = "stats")]
+    scalelock::stats::set_hold_sample(env_u64(
+        "HOLD_SAMPLE",
+        u64::from(scalelock::stats::DEFAULT_HOLD_SAMPLE),
+    ) as u32);
     println!(
-        "stats_overhead: 1 thread, uncontended, {rounds} rounds x {} ms, features: stats={} lockdep={}",
+        "stats_overhead: 1 thread, uncontended, {rounds} rounds x {} ms, features: stats={} lockdep={}, hold sample 1 in {}",
         runtime.as_millis(),
         cfg!(feature = "stats"),
         cfg!(feature = "lockdep"),
+        hold_sample(),
     );
     let samples = alternating(rounds, list.len(), |i| {
         switch(list[i].mode);

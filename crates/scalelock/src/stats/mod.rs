@@ -75,13 +75,16 @@ use crate::class::{Access, LockKind, registry};
 use crate::hook::active;
 
 /// Hold times are sampled on 1 in this many acquisitions per thread, until
-/// [`set_hold_sample`] says otherwise. Two clock reads (a `clock_gettime`
-/// each, slower still on VMs without a stable TSC) per sampled hold cost
-/// about as much as counting many acquisitions; 1 in 64 keeps the
-/// sampling a fraction of the counting cost while a lock taken thousands
-/// of times still gets a histogram of many holds.
-/// `benches/stats_overhead.rs` measures the enabled overhead to tune it.
-pub const DEFAULT_HOLD_SAMPLE: u32 = 64;
+/// [`set_hold_sample`] says otherwise. A sampled hold reads the clock twice
+/// (a `clock_gettime` each, slower still on VMs without a stable TSC) and
+/// records a histogram entry: together about as much as counting a hundred
+/// uncontended acquisitions. 1 in 256 keeps the sampling a fraction of the
+/// counting cost while a lock taken many thousands of times a second still
+/// gets a histogram of many holds; set 1 to time every hold (to catch
+/// every long hold).
+/// `benches/stats_overhead.rs` (env `HOLD_SAMPLE`) measures the enabled
+/// overhead at any rate.
+pub const DEFAULT_HOLD_SAMPLE: u32 = 256;
 
 static HOLD_SAMPLE: AtomicU32 = AtomicU32::new(DEFAULT_HOLD_SAMPLE);
 /// Holds at least this long (ns) are long; `u64::MAX`: none.
