@@ -837,15 +837,17 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // Relaxed: ordered by the fence below (heavy, or full in the
         // symmetric mode), which pairs with the readers' fence.
         let old = self.state.fetch_and(!FAST, Ordering::Relaxed);
-        if old & SYM == 0 {
+        // The heavy fence's own cost (the slot waits below are not a
+        // fence's); 0 for the symmetric mode's full fence.
+        let fence_ns = if old & SYM == 0 {
             // Pairs with fast readers' light fence: either they see FAST
             // clear or we see their slot.
             P::heavy_fence();
+            P::now_ns().saturating_sub(now)
         } else {
             fence(Ordering::SeqCst);
-        }
-        // The fence's own cost (the slot waits below are not a fence's).
-        let fenced = P::now_ns();
+            0
+        };
         let id = old & ID_MASK;
         // The statistics clock (no read without statistics).
         let revoke_start = hook::clock_ns();
@@ -872,7 +874,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if !table.inhibits() {
             // Xen: the bias comes back at unlock, in the mode the cost says.
             let sym = if old & SYM == 0 {
-                table.dear_fences(fenced.saturating_sub(now), TUNING.pc_sym_cost_ns)
+                table.dear_fences(fence_ns, TUNING.pc_sym_cost_ns)
             } else {
                 !table.sym_probe_due(TUNING.pc_sym_probe)
             };
@@ -886,7 +888,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // the bias lasted since it came back.
             let end = P::now_ns();
             let cost = end.saturating_sub(now).max(1);
-            let dear = table.dear_fences(fenced.saturating_sub(now), TUNING.pc_sym_cost_ns);
+            let dear = table.dear_fences(fence_ns, TUNING.pc_sym_cost_ns);
             if dear || table.forced_symmetric() {
                 return Some(keep | FAST | SYM | stamp_at(end));
             }
