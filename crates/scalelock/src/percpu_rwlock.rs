@@ -511,7 +511,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let s = self.state.load(Ordering::Relaxed);
         if s & (FAST | SYM) != FAST || s & ID_MASK == 0 {
             if s & FAST == 0 && s & ID_MASK != 0 && wait.is_some() {
-                return self.read_inhibited_waiting(s, wait);
+                return self.read_inhibited_waiting(s);
             }
             return self.try_lock_shared_modes(s, wait);
         }
@@ -532,22 +532,33 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 
     /// `try_lock_shared_fast` in an inhibited state `s`, for a read that
-    /// may wait (`wait` is `Some`): one call from the biased fast path
-    /// (which stays small), with the underlying read lock inlined here.
+    /// may wait: one call from the biased fast path (which stays small).
+    ///
+    /// The underlying lock's read RMW comes first, the slot after. The
+    /// slot's address is a chain of dependent loads (the state's table
+    /// index, the table, the thread's slot index), and an x86 locked RMW
+    /// does not start before the loads ahead of it in program order have
+    /// completed: slot first, the chain and the RMW add up; RMW first, the
+    /// chain overlaps the RMW. A read that would have to wait (a writer
+    /// holds or waits) takes its increment back and returns `None`: the
+    /// slow path looks for a read this thread already holds before it
+    /// waits. One that got the lock records itself in its free slot, or
+    /// else as `enter_underlying` does (a slot taken by an outer read, of
+    /// this lock or another; holding the lock already, this read needs no
+    /// recursion check).
     #[inline(never)]
-    fn read_inhibited_waiting(
-        &self,
-        s: u64,
-        wait: Option<impl FnOnce()>,
-    ) -> Option<PerCpuReadToken> {
-        let slot = table_of(s).slot(P::reader_slot()?)?;
-        // Busy (a recursive read, or a read of another lock of the table),
-        // or a read recorded in the thread-local list that could be of this
-        // lock: the slow path looks.
-        if slot.word().load(Ordering::Relaxed) != 0 || slot.listed().load(Ordering::Relaxed) != 0 {
+    fn read_inhibited_waiting(&self, s: u64) -> Option<PerCpuReadToken> {
+        if !self.inner.try_lock_shared_quick() {
             return None;
         }
-        Some(self.read_inhibited_free(s, slot, wait))
+        let mine = P::reader_slot().and_then(|i| table_of(s).slot(i));
+        if let Some(slot) = mine
+            && slot.word().load(Ordering::Relaxed) == 0
+            && slot.listed().load(Ordering::Relaxed) == 0
+        {
+            return Some(self.enter_inhibited(s, slot));
+        }
+        Some(self.enter_underlying(mine))
     }
 
     /// `try_lock_shared_fast` for every state but a biased one (`s`).
@@ -724,7 +735,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if let Some(token) = self.recursive_read(s, mine) {
             return token;
         }
-        if let Some(token) = self.try_lock_shared_fast(Some(&mut contended)) {
+        // Inhibited, the fast path already tried the underlying lock
+        // (`read_inhibited_waiting`): wait on it.
+        if s & FAST != 0
+            && let Some(token) = self.try_lock_shared_fast(Some(&mut contended))
+        {
             return token;
         }
         self.inner
@@ -1298,9 +1313,8 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // Relaxed: the outer reads still hold the lock.
             slot.word().store(cur - ONE_DEPTH, Ordering::Relaxed);
         } else {
-            // Relaxed: the underlying unlock below is the Release.
-            slot.word().store(0, Ordering::Relaxed);
             self.unlock_underlying(fair);
+            slot.word().store(0, Ordering::Relaxed);
         }
     }
 

@@ -596,6 +596,31 @@ impl<P: Platform> QRwCore<P> {
         }
     }
 
+    /// The read fast path's RMW alone, for a caller that must look at
+    /// what it already holds before it may wait (`PerCpuRwLock`'s
+    /// inhibited read): true holding a read lock, as `lock_shared_hooked`
+    /// would hold it without waiting; false with our increment undone (a
+    /// writer holds or waits, or a fair unlock handed the lock over): the
+    /// caller takes its slow path.
+    #[inline]
+    pub(crate) fn try_lock_shared_quick(&self) -> bool {
+        // Acquire pairs with the Release unlock of the last writer.
+        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
+        // Only QUIET: a fast-path acquisition past a quiet waiter, in its
+        // batch (see `lock_shared_contended`).
+        if old & (W_MASK | READER_OVERFLOW | HANDOFF) == 0 {
+            return true;
+        }
+        self.undo_read();
+        false
+    }
+
+    /// `try_lock_shared_quick` failed: takes our increment back out.
+    #[cold]
+    fn undo_read(&self) {
+        self.reader_leave();
+    }
+
     /// The read fast path; `contended` is called if the read must wait
     /// (statistics: [`RawQRwLock`] passes its hook, the core nothing), and
     /// the slow path's events count for `ev`.
