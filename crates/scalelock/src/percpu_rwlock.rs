@@ -896,15 +896,15 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return Some(keep | if sym { FAST | SYM } else { bias::<P>() });
         }
         if old & SYM == 0 {
-            // Biased: we paid a heavy fence. Dear twice in a row (other
-            // CPUs run our readers): go symmetric. Else, if the bias was on
-            // long enough to pay for its revocation, bring it back at
-            // unlock; if not, inhibit for m × cost, and adapt m to how long
-            // the bias lasted since it came back.
+            // Biased: we paid a heavy fence. If the bias was on long enough
+            // to pay for its revocation, bring it back at unlock, however
+            // dear the fence. If not: dear twice in a row (other CPUs run
+            // our readers), go symmetric; else inhibit for m × cost, and
+            // adapt m to how long the bias lasted since it came back.
             let end = P::now_ns();
             let cost = end.saturating_sub(now).max(1);
             let dear = table.dear_fences(fence_ns, TUNING.pc_sym_cost_ns);
-            if dear || table.forced_symmetric() {
+            if table.forced_symmetric() {
                 return Some(keep | FAST | SYM | stamp_at(end));
             }
             // The stamp of a biased state: when the bias came back (the
@@ -914,9 +914,15 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             if on_for < 0 || (on_for as u64) >= cost.saturating_mul(TUNING.pc_keep_factor) {
                 // Sparse writes: revoking at each costs at most
                 // 1/pc_keep_factor of the time, less than readers lose on
-                // the underlying lock during a window.
+                // the underlying lock during a window, or on a full fence
+                // per read in the symmetric mode (a single reader thread
+                // whose heavy fence is dear only because the machine is
+                // slow would otherwise pay that fence on every read).
                 table.shrink_multiplier();
                 return Some(keep | FAST | stamp_at(end));
+            }
+            if dear {
+                return Some(keep | FAST | SYM | stamp_at(end));
             }
             if (on_for as u64) < cost.saturating_mul(TUNING.pc_wasted_factor) {
                 table.grow_multiplier();
@@ -936,8 +942,18 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // and come back symmetric.
             return Some(keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns));
         }
-        if gap < 0 || (gap as u64) >= TUNING.pc_rare_ns || table.sym_probe_due(TUNING.pc_sym_probe)
-        {
+        // Rare: the heavy fence the biased mode would pay at the next
+        // write (the cheaper of the last two: one may have been preempted)
+        // is at most 1/pc_keep_factor of the gap (the keep rule of a biased
+        // revocation), or the gap is `pc_rare_ns` anyway (also when the
+        // fence's cost is unknown).
+        let rare_ns = match table.fence_floor_ns() {
+            0 => TUNING.pc_rare_ns,
+            f => TUNING
+                .pc_rare_ns
+                .min(f.saturating_mul(TUNING.pc_keep_factor)),
+        };
+        if gap < 0 || (gap as u64) >= rare_ns || table.sym_probe_due(TUNING.pc_sym_probe) {
             // Rare writes (or a gap too long for the stamp to tell), or
             // time to measure the heavy fence again: biased (the bias is
             // on from now).

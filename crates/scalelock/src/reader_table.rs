@@ -227,6 +227,8 @@ pub struct ReaderTable {
     /// Cost of the heavy fence of the class's last asymmetric revocation,
     /// ns.
     fence_ns: AtomicU32,
+    /// The cheaper of the last two of those (`fence_floor_ns`).
+    fence_floor_ns: AtomicU32,
     /// Symmetric revocations of the class's locks (wrapping): one in
     /// `pc_sym_probe` tries the biased mode again.
     sym_revocations: AtomicU32,
@@ -280,6 +282,7 @@ impl ReaderTable {
             inhibit: multiplier,
             multiplier: AtomicU8::new(clamp_multiplier(multiplier)),
             fence_ns: AtomicU32::new(0),
+            fence_floor_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
@@ -301,6 +304,7 @@ impl ReaderTable {
             inhibit: multiplier,
             multiplier: AtomicU8::new(clamp_multiplier(multiplier)),
             fence_ns: AtomicU32::new(0),
+            fence_floor_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
@@ -350,11 +354,26 @@ impl ReaderTable {
     /// preemption during the `membarrier` than other CPUs busy running our
     /// readers. Relaxed load and store: a hint (racing writers of other
     /// locks of the class may lose one record).
+    /// The cheaper of the heavy fences of the class's last two asymmetric
+    /// revocations (the only one after the first; 0 before it), ns: what a
+    /// fence costs, without the outlier of one preempted `membarrier`.
+    /// Relaxed: a hint.
+    #[inline]
+    pub(crate) fn fence_floor_ns(&self) -> u64 {
+        u64::from(self.fence_floor_ns.load(Ordering::Relaxed))
+    }
+
     #[inline]
     pub(crate) fn dear_fences(&self, ns: u64, dear_ns: u64) -> bool {
         let prev = u64::from(self.fence_ns.load(Ordering::Relaxed));
-        self.fence_ns
-            .store(ns.min(u64::from(u32::MAX)) as u32, Ordering::Relaxed);
+        let ns32 = ns.min(u64::from(u32::MAX)) as u32;
+        self.fence_ns.store(ns32, Ordering::Relaxed);
+        let floor = if prev == 0 {
+            ns32
+        } else {
+            ns32.min(prev as u32)
+        };
+        self.fence_floor_ns.store(floor, Ordering::Relaxed);
         ns >= dear_ns && prev >= dear_ns
     }
 

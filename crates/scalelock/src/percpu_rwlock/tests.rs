@@ -15,15 +15,17 @@ const ITERS: usize = if cfg!(miri) { 30 } else { 5_000 };
 
 /// The std platform, except that under Miri sleeping is a yield: Miri
 /// rejects rustix's futex call (argument type of the variadic `syscall`),
-/// and `wait` may return spuriously anyway.
+/// and `wait` may return spuriously anyway. A heavy fence takes at least
+/// `FENCE_NS` (0: as the std platform's), as a `membarrier` does on a
+/// machine whose other CPUs are busy.
 #[derive(Debug, Clone, Copy, Default)]
-struct TestPlatform;
+struct TestPlatform<const FENCE_NS: u64 = 0>;
 
 type StdP = crate::platform::StdPlatform;
 
 // SAFETY: everything is the std platform's, except `wait` (returns at once,
 // a permitted spurious return) and `wake_*` (nothing sleeps) under Miri.
-unsafe impl Platform for TestPlatform {
+unsafe impl<const FENCE_NS: u64> Platform for TestPlatform<FENCE_NS> {
     fn relax() {
         StdP::relax()
     }
@@ -54,7 +56,11 @@ unsafe impl Platform for TestPlatform {
         StdP::light_fence()
     }
     fn heavy_fence() {
-        StdP::heavy_fence()
+        let start = StdP::now_ns();
+        StdP::heavy_fence();
+        while StdP::now_ns().saturating_sub(start) < FENCE_NS {
+            core::hint::spin_loop();
+        }
     }
     fn queue_node() -> Option<crate::qnode::NodeIndex> {
         StdP::queue_node()
@@ -260,7 +266,9 @@ fn sparse_writes_keep_the_bias() {
 fn symmetric_mode_probes_the_bias_again() {
     static FORCED: ReaderTable = ReaderTable::new();
     FORCED.force_symmetric();
-    let raw = Raw::with_table(&FORCED);
+    // Heavy fences of 60 µs: no counted gap (under `pc_rare_ns / 2`) is
+    // `pc_keep_factor` fences long, so only the probe brings the bias back.
+    let raw = RawPerCpuRwLock::<TestPlatform<60_000>>::with_table(&FORCED);
     let mut biased = 0;
     let mut symmetric = 0;
     // Gaps of 20 µs or more: neither dense (inhibiting) nor, unless the
@@ -284,6 +292,92 @@ fn symmetric_mode_probes_the_bias_again() {
     }
     assert!(symmetric > 0, "forced: revocations go symmetric");
     assert!(biased > 0, "the symmetric mode tried the bias again");
+}
+
+/// A heavy fence of 5 µs: dear (at least `pc_sym_cost_ns`).
+type DearRaw = RawPerCpuRwLock<TestPlatform<5_000>>;
+
+/// Writes that come 1 ms apart keep the bias even when every revocation's
+/// heavy fence is dear: revoking then costs well under 1/`pc_keep_factor`
+/// of the time, and the symmetric mode would make every read pay a full
+/// fence instead.
+#[test]
+#[cfg_attr(miri, ignore = "sleeps on the real clock")]
+fn dear_fences_keep_the_bias_for_sparse_writes() {
+    static TABLE: ReaderTable = ReaderTable::new();
+    let raw = DearRaw::with_table(&TABLE);
+    let (mut biased, mut kept) = (0, 0);
+    for _ in 0..10 {
+        // Enough slow reads to look at the clock (an inhibition window
+        // over brings the bias back), then a gap of 1 ms, inside the
+        // stamp's exact range.
+        for _ in 0..2 * TUNING.pc_clock_every {
+            let t = raw.lock_shared();
+            // SAFETY: from `lock_shared` above.
+            unsafe { raw.unlock_shared(t) };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let was_biased = raw.state.load(O::Relaxed) & (FAST | SYM) == FAST;
+        let w = raw.lock_exclusive();
+        let next = w.next;
+        // SAFETY: from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+        if was_biased {
+            biased += 1;
+            kept += usize::from(next & (FAST | SYM) == FAST);
+        }
+    }
+    assert!(TABLE.fence_floor_ns() >= 5_000, "the fences were dear");
+    // All but the first one or two (the stamp of a fresh lock is unknown)
+    // and a revocation preempted for 1/8 of the gap on a loaded machine.
+    assert!(
+        biased >= 5,
+        "the lock was biased before most writes ({biased})"
+    );
+    assert!(
+        kept + 2 >= biased,
+        "sparse writes kept the bias ({kept} of {biased}), dear fences or not"
+    );
+}
+
+/// The symmetric mode brings the bias back once writes are further apart
+/// than `pc_keep_factor` heavy fences, not only past `pc_rare_ns`.
+#[test]
+#[cfg_attr(miri, ignore = "sleeps on the real clock")]
+fn symmetric_mode_returns_to_the_bias_when_writes_thin_out() {
+    static FORCED: ReaderTable = ReaderTable::new();
+    FORCED.force_symmetric();
+    let raw = DearRaw::with_table(&FORCED);
+    let (mut symmetric, mut back) = (0, 0);
+    let mut last = std::time::Instant::now();
+    for _ in 0..20 {
+        let t = raw.lock_shared();
+        // SAFETY: from `lock_shared` above.
+        unsafe { raw.unlock_shared(t) };
+        // 200 µs: at least 8 fences of 5 µs (unless the last two were
+        // both preempted for 20 µs), under `pc_rare_ns`.
+        std::thread::sleep(std::time::Duration::from_micros(200));
+        let was_symmetric = raw.state.load(O::Relaxed) & (FAST | SYM) == FAST | SYM;
+        let w = raw.lock_exclusive();
+        let gap = last.elapsed().as_nanos() as u64;
+        // Counted only under `pc_rare_ns` (an overslept gap is rare by the
+        // old rule too).
+        if was_symmetric && gap < TUNING.pc_rare_ns * 9 / 10 {
+            symmetric += 1;
+            back += usize::from(w.next & (FAST | SYM) == FAST);
+        }
+        // SAFETY: from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+        last = std::time::Instant::now();
+    }
+    assert!(
+        symmetric >= 5,
+        "forced: the lock went symmetric ({symmetric})"
+    );
+    assert!(
+        back * 3 >= symmetric * 2,
+        "writes 200 µs apart brought the bias back ({back} of {symmetric})"
+    );
 }
 
 #[test]

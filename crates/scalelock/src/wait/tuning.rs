@@ -98,7 +98,8 @@ pub(crate) struct Tuning {
     pub pc_clock_every: u32,
     /// Two asymmetric revocations in a row whose heavy fence took at least
     /// this long (the membarrier interrupted other CPUs running readers)
-    /// switch the lock to the symmetric mode.
+    /// switch the lock to the symmetric mode, unless the writes are sparse
+    /// (`pc_keep_factor`): then the bias stays, however dear its fence.
     pub pc_sym_cost_ns: u64,
     /// One symmetric revocation in this many tries the biased mode again,
     /// to measure the heavy fence anew (so one dear spell does not make the
@@ -116,7 +117,9 @@ pub(crate) struct Tuning {
     pub pc_dense_ns: u64,
     /// How long dense symmetric writes inhibit the bias.
     pub pc_dense_window_ns: u64,
-    /// Symmetric writes further apart than this bring the biased mode back.
+    /// Symmetric writes further apart than this, or than `pc_keep_factor`
+    /// times the class's last heavy fence if that is less, bring the
+    /// biased mode back.
     pub pc_rare_ns: u64,
 
     // --- refresh ---
