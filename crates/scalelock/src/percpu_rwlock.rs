@@ -463,7 +463,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // counted after it, with no `Pending` kept across it (the closures
         // handed to the out-of-line modes would keep one on the stack).
         if hook::stats_only()
-            && let Some(mut token) = self.try_lock_shared_fast(NO_WAIT)
+            && let Some(mut token) = self.try_lock_shared_fast()
         {
             token.held = hook::per_cpu_read_counted(
                 self.class,
@@ -476,7 +476,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // Reads are recursive reads to lockdep: a read of a lock the thread
         // already read-holds never waits (see "Recursive reads").
         let mut p = self.start(Access::RecursiveRead);
-        let mut token = match self.try_lock_shared_fast(Some(|| p.contended())) {
+        let mut token = match self.try_lock_shared_fast() {
             Some(token) => token,
             None => self.lock_shared_slow(|| p.contended()),
         };
@@ -500,27 +500,26 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         table_of(self.state.load(Ordering::Relaxed))
     }
 
-    /// The common read paths, with the thread's slot free: biased or
-    /// symmetric, the slot; inhibited, the underlying lock, recorded in the
-    /// slot: waiting for it if `wait` is `Some(contended)` (and calling
-    /// `contended` if it has to wait), only trying if `None` ([`NO_WAIT`]).
-    /// `None` means take the slow path. The biased read is inlined into the
-    /// caller; the other modes are one call away.
+    /// The common read paths, none of which waits: biased or symmetric,
+    /// the slot (free); inhibited, the underlying lock if it is free of
+    /// writers, recorded in the slot. `None` means take the slow path. The
+    /// biased read is inlined into the caller; the other modes are one call
+    /// away.
     #[inline(always)]
-    fn try_lock_shared_fast(&self, wait: Option<impl FnOnce()>) -> Option<PerCpuReadToken> {
+    fn try_lock_shared_fast(&self) -> Option<PerCpuReadToken> {
         let s = self.state.load(Ordering::Relaxed);
         if s & (FAST | SYM) != FAST || s & ID_MASK == 0 {
-            if s & FAST == 0 && s & ID_MASK != 0 && wait.is_some() {
-                return self.read_inhibited_waiting(s);
+            if s & FAST == 0 && s & ID_MASK != 0 {
+                return self.read_inhibited(s);
             }
-            return self.try_lock_shared_modes(s, wait);
+            return self.try_lock_shared_symmetric(s);
         }
         let slot = table_of(s).slot(P::reader_slot()?)?;
         if slot.word().load(Ordering::Relaxed) != 0 {
             // Busy: a recursive read, or a read of another lock of the table.
             return None;
         }
-        // As in `try_lock_shared_modes`, biased.
+        // As in `try_lock_shared_symmetric`, biased.
         slot.word()
             .store((s & ID_MASK) | BIASED | ONE_DEPTH, Ordering::Relaxed);
         P::light_fence_asymmetric();
@@ -531,8 +530,8 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         None
     }
 
-    /// `try_lock_shared_fast` in an inhibited state `s`, for a read that
-    /// may wait: one call from the biased fast path (which stays small).
+    /// `try_lock_shared_fast` in an inhibited state `s`: one call from the
+    /// biased fast path (which stays small).
     ///
     /// The underlying lock's read RMW comes first, the slot after. The
     /// slot's address is a chain of dependent loads (the state's table
@@ -547,7 +546,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// this lock or another; holding the lock already, this read needs no
     /// recursion check).
     #[inline(never)]
-    fn read_inhibited_waiting(&self, s: u64) -> Option<PerCpuReadToken> {
+    fn read_inhibited(&self, s: u64) -> Option<PerCpuReadToken> {
         if !self.inner.try_lock_shared_quick() {
             return None;
         }
@@ -561,23 +560,18 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         Some(self.enter_underlying(mine))
     }
 
-    /// `try_lock_shared_fast` for every state but a biased one (`s`).
+    /// `try_lock_shared_fast` in the symmetric mode, or for a lock without
+    /// an id yet (`None`: the slow path gives it one). The biased branch
+    /// serves a state that became biased since the caller's load.
     #[inline(never)]
-    fn try_lock_shared_modes(
-        &self,
-        s: u64,
-        wait: Option<impl FnOnce()>,
-    ) -> Option<PerCpuReadToken> {
-        if s & ID_MASK == 0 {
+    fn try_lock_shared_symmetric(&self, s: u64) -> Option<PerCpuReadToken> {
+        if s & ID_MASK == 0 || s & FAST == 0 {
             return None;
         }
         let slot = table_of(s).slot(P::reader_slot()?)?;
         if slot.word().load(Ordering::Relaxed) != 0 {
             // Busy: a recursive read, or a read of another lock of the table.
             return None;
-        }
-        if s & FAST == 0 {
-            return self.read_inhibited(s, slot, wait);
         }
         let mine = (s & ID_MASK) | ONE_DEPTH;
         let biased = s & SYM == 0;
@@ -603,50 +597,6 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // A writer is revoking: step aside and queue on the inner lock.
         release_slot::<P>(slot, biased);
         None
-    }
-
-    /// An inhibited read with the thread's slot free: the underlying read
-    /// lock (`wait` as in `try_lock_shared_fast`: a read that waits here for
-    /// a writer is contended), recorded in the slot. `s` is the state read
-    /// before queueing: if a writer moved it meanwhile, the re-enabling CAS
-    /// fails and the writer's decision stands.
-    #[inline(never)]
-    fn read_inhibited(
-        &self,
-        s: u64,
-        slot: &'static Slot,
-        wait: Option<impl FnOnce()>,
-    ) -> Option<PerCpuReadToken> {
-        // A read of this lock recorded in the thread-local list (taken while
-        // the slot was busy) would make this one recursive: the slow path
-        // looks.
-        if slot.listed().load(Ordering::Relaxed) != 0 {
-            return None;
-        }
-        if wait.is_none() {
-            let _ = self.inner.try_lock_shared()?;
-            return Some(self.enter_inhibited(s, slot));
-        }
-        Some(self.read_inhibited_free(s, slot, wait))
-    }
-
-    /// `read_inhibited` once the slot and the list are known free, waiting
-    /// (`wait` is `Some`): the underlying read lock's fast path inlined,
-    /// then the record in the slot.
-    #[inline(always)]
-    fn read_inhibited_free(
-        &self,
-        s: u64,
-        slot: &'static Slot,
-        wait: Option<impl FnOnce()>,
-    ) -> PerCpuReadToken {
-        match wait {
-            Some(contended) => self
-                .inner
-                .lock_shared_hooked(contended, self.events(Access::RecursiveRead)),
-            None => unreachable!("read_inhibited_free waits"),
-        }
-        self.enter_inhibited(s, slot)
     }
 
     /// Holding the underlying read lock with `slot` (ours) free, the state
@@ -720,13 +670,6 @@ impl<P: Platform> RawPerCpuRwLock<P> {
 
     #[cold]
     fn lock_shared_slow(&self, contended: impl FnOnce()) -> PerCpuReadToken {
-        // Called at most once, by whichever of the two waits below waits.
-        let mut contended = Some(contended);
-        let mut contended = || {
-            if let Some(c) = contended.take() {
-                c();
-            }
-        };
         self.ensure_id();
         let s = self.state.load(Ordering::Relaxed);
         let mine = self.my_slot();
@@ -736,9 +679,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return token;
         }
         // Inhibited, the fast path already tried the underlying lock
-        // (`read_inhibited_waiting`): wait on it.
+        // (`read_inhibited`): wait on it.
         if s & FAST != 0
-            && let Some(token) = self.try_lock_shared_fast(Some(&mut contended))
+            && let Some(token) = self.try_lock_shared_fast()
         {
             return token;
         }
@@ -1040,9 +983,6 @@ fn bias<P: Platform>() -> u64 {
     }
 }
 
-/// `try_lock_shared_fast`'s `wait` for a try: never wait.
-const NO_WAIT: Option<fn()> = None;
-
 #[inline]
 fn table_of(state: u64) -> &'static ReaderTable {
     table_at(((state & TABLE_MASK) >> TABLE_SHIFT) as usize)
@@ -1177,7 +1117,7 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         }
         // Unrecorded, so only the slot comes from the read paths (merging
         // whole tokens, hold state included, costs stack copies here).
-        let slot = match self.try_lock_shared_fast(Some(|| {})) {
+        let slot = match self.try_lock_shared_fast() {
             Some(token) => token.slot,
             None => self.lock_shared_slow(|| {}).slot,
         };
@@ -1275,7 +1215,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// `try_lock_shared` without the hooks.
     #[inline]
     fn try_lock_shared_untracked(&self) -> Option<PerCpuReadToken> {
-        if let Some(token) = self.try_lock_shared_fast(NO_WAIT) {
+        if let Some(token) = self.try_lock_shared_fast() {
             return Some(token);
         }
         self.ensure_id();
@@ -1284,7 +1224,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if let Some(token) = self.recursive_read(s, mine) {
             return Some(token);
         }
-        if let Some(token) = self.try_lock_shared_fast(NO_WAIT) {
+        if let Some(token) = self.try_lock_shared_fast() {
             return Some(token);
         }
         let _ = self.inner.try_lock_shared()?;

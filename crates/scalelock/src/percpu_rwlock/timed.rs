@@ -36,7 +36,7 @@ use crate::platform::{Platform, TimedPlatform};
 use crate::sync::atomic::Ordering;
 use crate::wait::Deadline;
 
-use super::{NO_WAIT, PerCpuReadToken, PerCpuWriteToken, RawPerCpuRwLock};
+use super::{PerCpuReadToken, PerCpuWriteToken, RawPerCpuRwLock};
 
 impl<P: Platform> RawPerCpuRwLock<P> {
     #[inline]
@@ -51,7 +51,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     #[inline]
     fn read_timed(&self, deadline: impl FnOnce() -> Deadline) -> Option<PerCpuReadToken> {
         let mut p = self.start_timed(Access::RecursiveRead);
-        let token = match self.try_lock_shared_fast(NO_WAIT) {
+        let token = match self.try_lock_shared_fast() {
             Some(token) => Some(token),
             None if hook::COMPILED => self.lock_shared_slow_until(|| p.contended(), deadline()),
             None => self.lock_shared_slow_until(|| {}, deadline()),
@@ -79,7 +79,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if let Some(token) = self.recursive_read(s, mine) {
             return Some(token);
         }
-        if let Some(token) = self.try_lock_shared_fast(NO_WAIT) {
+        if let Some(token) = self.try_lock_shared_fast() {
             return Some(token);
         }
         if !self
