@@ -148,17 +148,13 @@ pub(crate) fn per_cpu_read_counted(
     #[cfg(feature = "stats")]
     {
         let class = class.resolve(kind).index;
-        if fast {
-            return match crate::stats::counters::fast_read_acquired(class) {
-                0 => Held::NONE,
-                start => Held {
-                    start,
-                    ..Held::unsampled(class, HELD_STATS, access)
-                },
-            };
+        match crate::stats::counters::per_cpu_read_acquired(class, fast) {
+            0 => Held::NONE,
+            start => Held {
+                start,
+                ..Held::unsampled(class, HELD_STATS, access)
+            },
         }
-        crate::stats::counters::event(class, crate::stats::counters::Event::FallbackRead);
-        Held::counted(class, access)
     }
     #[cfg(not(feature = "stats"))]
     {
@@ -555,7 +551,7 @@ impl Pending {
     pub fn fast_read(&self) {
         #[cfg(feature = "stats")]
         if self.active & active::STATS != 0 {
-            crate::stats::counters::fast_read(self.class.index);
+            crate::stats::counters::per_cpu_read(self.class.index, true);
         }
     }
 
@@ -567,8 +563,8 @@ impl Pending {
     #[inline]
     pub(crate) fn acquired_per_cpu_read(self, fast: bool) -> Held {
         #[cfg(feature = "stats")]
-        if fast && self.active == active::STATS && self.wait_start == 0 {
-            return match crate::stats::counters::fast_read_acquired(self.class.index) {
+        if self.active == active::STATS && self.wait_start == 0 {
+            return match crate::stats::counters::per_cpu_read_acquired(self.class.index, fast) {
                 0 => Held::NONE,
                 start => Held {
                     start,
@@ -589,10 +585,7 @@ impl Pending {
     pub fn fallback_read(&self) {
         #[cfg(feature = "stats")]
         if self.active & active::STATS != 0 {
-            crate::stats::counters::event(
-                self.class.index,
-                crate::stats::counters::Event::FallbackRead,
-            );
+            crate::stats::counters::per_cpu_read(self.class.index, false);
         }
     }
 }

@@ -17,7 +17,7 @@
 //! inlined into the lock and kept short. A class's registry index is cached
 //! in its `LockClass` (one load); each thread has a small array of
 //! counters ([`FastCounts`]: read and write acquisitions and per-CPU fast
-//! reads of the first [`FAST_CLASSES`] classes) inside a `const`-initialised
+//! and fallback reads of the first [`FAST_CLASSES`] classes) inside a `const`-initialised
 //! thread-local without a destructor (`RECENT`; std compiles such a
 //! `thread_local!` to a plain TLS access, with no lazy-initialisation or
 //! destructor-registration check), next to the hold-sampling countdown.
@@ -219,14 +219,17 @@ fn take_block(class: u32) -> &'static Block {
 /// with more classes) count them in their blocks, as everything else.
 pub(crate) const FAST_CLASSES: usize = 64;
 /// Counters per class in [`FastCounts`]: `FAST_READS`, `FAST_WRITES`,
-/// `FAST_PERCPU_READS`.
-pub(crate) const FAST_COUNTERS: usize = 3;
+/// `FAST_PERCPU_READS`, `FAST_FALLBACK_READS`.
+pub(crate) const FAST_COUNTERS: usize = 4;
 /// [`FastCounts`] counter: read acquisitions.
 pub(crate) const FAST_READS: usize = 0;
 /// [`FastCounts`] counter: write acquisitions.
 pub(crate) const FAST_WRITES: usize = 1;
 /// [`FastCounts`] counter: per-CPU reads that took their slot's fast path.
 pub(crate) const FAST_PERCPU_READS: usize = 2;
+/// [`FastCounts`] counter: per-CPU reads that fell back to the underlying
+/// lock.
+pub(crate) const FAST_FALLBACK_READS: usize = 3;
 
 /// A thread's counters of the uncontended path: acquisitions and fast
 /// reads, indexed by counter (`FAST_READS`, ...) and class index, written
@@ -597,18 +600,30 @@ pub(crate) fn acquired_uncontended(class: u32, access: Access) -> u64 {
     acquired_slow(class, access)
 }
 
-/// An uncontended per-CPU read that took its slot's fast path: counts the
-/// fast read and the read acquisition with one thread-local access; returns
-/// the clock if this hold is sampled, else 0 (as `acquired_uncontended`).
+/// Which `FastCounts` counter counts a per-CPU read that took its slot's
+/// fast path (`fast`) or fell back to the underlying lock.
 #[inline(always)]
-pub(crate) fn fast_read_acquired(class: u32) -> u64 {
+fn per_cpu_index(fast: bool) -> usize {
+    if fast {
+        FAST_PERCPU_READS
+    } else {
+        FAST_FALLBACK_READS
+    }
+}
+
+/// An uncontended per-CPU read, `fast` if it took its slot's fast path:
+/// counts the fast or fallback read and the read acquisition with one
+/// thread-local access; returns the clock if this hold is sampled, else 0
+/// (as `acquired_uncontended`).
+#[inline(always)]
+pub(crate) fn per_cpu_read_acquired(class: u32, fast: bool) -> u64 {
     if (class as usize) < FAST_CLASSES {
         let counted = RECENT.with(|r| {
             let c = r.countdown.get();
             // Above 1: registered (see `Recent::countdown`), not sampled.
             if c > 1 {
                 r.countdown.set(c - 1);
-                bump(r.fast.counter(FAST_PERCPU_READS, class), 1);
+                bump(r.fast.counter(per_cpu_index(fast), class), 1);
                 bump(r.fast.counter(FAST_READS, class), 1);
             }
             c > 1
@@ -617,14 +632,14 @@ pub(crate) fn fast_read_acquired(class: u32) -> u64 {
             return 0;
         }
     }
-    fast_read_acquired_slow(class)
+    per_cpu_read_acquired_slow(class, fast)
 }
 
-/// `fast_read_acquired` for a sampled hold, a class without fast counters
-/// or a thread not registered yet.
+/// `per_cpu_read_acquired` for a sampled hold, a class without fast
+/// counters or a thread not registered yet.
 #[cold]
-fn fast_read_acquired_slow(class: u32) -> u64 {
-    fast_read(class);
+fn per_cpu_read_acquired_slow(class: u32, fast: bool) -> u64 {
+    per_cpu_read(class, fast);
     acquired_slow(class, Access::Read)
 }
 
@@ -651,11 +666,19 @@ pub(crate) fn passed_uncontended(class: u32, access: Access) {
     }
 }
 
-/// A per-CPU read took its slot's fast path.
+/// A per-CPU read took its slot's fast path (`fast`) or fell back to the
+/// underlying lock.
 #[inline(always)]
-pub(crate) fn fast_read(class: u32) {
-    if !count_fast(class, FAST_PERCPU_READS) {
-        event(class, Event::FastRead);
+pub(crate) fn per_cpu_read(class: u32, fast: bool) {
+    if !count_fast(class, per_cpu_index(fast)) {
+        event(
+            class,
+            if fast {
+                Event::FastRead
+            } else {
+                Event::FallbackRead
+            },
+        );
     }
 }
 

@@ -306,6 +306,7 @@ pub(crate) fn collect() -> Snapshot {
         c.read.acquisitions += counts[counters::FAST_READS];
         c.write.acquisitions += counts[counters::FAST_WRITES];
         c.events.fast_reads += counts[counters::FAST_PERCPU_READS];
+        c.events.fallback_reads += counts[counters::FAST_FALLBACK_READS];
     });
     let infos = registry::all();
     let classes = classes
