@@ -20,7 +20,10 @@
 //!   queue fairly behind it. The read is recorded (in the thread's slot with
 //!   `UNDERLYING`, or in a thread-local list when the thread has no slot),
 //!   so a recursive read never queues behind a writer that waits for the
-//!   outer one.
+//!   outer one. An inhibited read tries the underlying lock's read RMW
+//!   first and records itself after (it holds the lock then, so it needs
+//!   no recursion check); if a writer holds or waits, it takes the RMW back
+//!   and looks for an outer read of its own before it queues.
 //! - **Write**: take the underlying write lock (excluding other writers and
 //!   slow readers). If `FAST` is set, *revoke* it: clear `FAST`, fence, then
 //!   for every slot index handed out so far wait while that slot names this
@@ -40,12 +43,15 @@
 //!
 //! Each write decides the next mode, under the underlying write lock:
 //! - from **biased**, after a revocation costing `C`:
-//!   - if its heavy fence, and the class's previous one, each took at
-//!     least `pc_sym_cost_ns` (other CPUs ran our threads; one dear fence
-//!     alone is more likely an interrupt), go **symmetric**;
-//!   - else, if the bias had been on for at least `pc_keep_factor × C`,
-//!     the writes are sparse enough that revoking at each costs little:
-//!     stay **biased** (the bias comes back at unlock);
+//!   - if the bias had been on for at least `pc_keep_factor × C'`, where
+//!     `C'` is the cheaper of `C` and the class's previous revocation (one
+//!     revocation that waited for a preempted reader is not the typical
+//!     cost), the writes are sparse enough that revoking at each costs
+//!     little: stay **biased** (the bias comes back at unlock), however
+//!     dear the fence;
+//!   - else, if its heavy fence, and the class's previous one, each took
+//!     at least `pc_sym_cost_ns` (other CPUs ran our threads; one dear
+//!     fence alone is more likely an interrupt), go **symmetric**;
 //!   - else stay **inhibited** for `m × C` (BRAVO), where the class's
 //!     multiplier `m` doubles when a revocation follows the bias's return
 //!     quickly and shrinks when it does not; a slow reader re-enables the
@@ -53,9 +59,10 @@
 //!     `pc_clock_every`).
 //! - from **symmetric**: writes closer together than `pc_dense_ns` go
 //!   **inhibited** (with `SYM` kept, so the bias comes back symmetric);
-//!   writes further apart than `pc_rare_ns`, and one symmetric revocation
-//!   in `pc_sym_probe` (to measure the heavy fence again), go back to
-//!   **biased**.
+//!   writes further apart than `pc_rare_ns`, or than `pc_keep_factor`
+//!   heavy fences (the cheaper of the class's last two), and one symmetric
+//!   revocation in `pc_sym_probe` (to measure the heavy fence again), go
+//!   back to **biased**.
 //! - a table built `with_inhibition(0)` never inhibits (Xen's policy): each
 //!   write re-enables the bias at unlock.
 //!
@@ -854,7 +861,8 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // window's end, or the unlock that brought it back). Negative:
             // more than the stamp's range ago.
             let on_for = since_stamp(old, now);
-            if on_for < 0 || (on_for as u64) >= cost.saturating_mul(TUNING.pc_keep_factor) {
+            let typical = table.revocation_floor(cost);
+            if on_for < 0 || (on_for as u64) >= typical.saturating_mul(TUNING.pc_keep_factor) {
                 // Sparse writes: revoking at each costs at most
                 // 1/pc_keep_factor of the time, less than readers lose on
                 // the underlying lock during a window, or on a full fence

@@ -229,6 +229,9 @@ pub struct ReaderTable {
     fence_ns: AtomicU32,
     /// The cheaper of the last two of those (`fence_floor_ns`).
     fence_floor_ns: AtomicU32,
+    /// Whole cost of the class's last asymmetric revocation, ns
+    /// (`revocation_floor`).
+    revocation_ns: AtomicU32,
     /// Symmetric revocations of the class's locks (wrapping): one in
     /// `pc_sym_probe` tries the biased mode again.
     sym_revocations: AtomicU32,
@@ -283,6 +286,7 @@ impl ReaderTable {
             multiplier: AtomicU8::new(clamp_multiplier(multiplier)),
             fence_ns: AtomicU32::new(0),
             fence_floor_ns: AtomicU32::new(0),
+            revocation_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
@@ -305,6 +309,7 @@ impl ReaderTable {
             multiplier: AtomicU8::new(clamp_multiplier(multiplier)),
             fence_ns: AtomicU32::new(0),
             fence_floor_ns: AtomicU32::new(0),
+            revocation_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
@@ -361,6 +366,18 @@ impl ReaderTable {
     #[inline]
     pub(crate) fn fence_floor_ns(&self) -> u64 {
         u64::from(self.fence_floor_ns.load(Ordering::Relaxed))
+    }
+
+    /// Records the whole cost `ns` of an asymmetric revocation (fence and
+    /// slot waits) and returns the cheaper of it and the previous one (it
+    /// alone the first time): the cost the keep rule weighs, so that one
+    /// revocation that waited for a preempted reader does not inhibit the
+    /// bias. Relaxed: a hint.
+    #[inline]
+    pub(crate) fn revocation_floor(&self, ns: u64) -> u64 {
+        let ns32 = ns.min(u64::from(u32::MAX)) as u32;
+        let prev = self.revocation_ns.swap(ns32, Ordering::Relaxed);
+        u64::from(if prev == 0 { ns32 } else { ns32.min(prev) })
     }
 
     #[inline]

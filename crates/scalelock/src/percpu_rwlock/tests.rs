@@ -294,6 +294,57 @@ fn symmetric_mode_probes_the_bias_again() {
     assert!(biased > 0, "the symmetric mode tried the bias again");
 }
 
+/// One revocation that waits for a long read (as for a reader preempted
+/// inside its read section) does not inhibit the bias when writes are
+/// sparse: the keep rule weighs the cheaper of the last two revocations.
+#[test]
+#[cfg_attr(miri, ignore = "sleeps on the real clock")]
+fn one_slow_revocation_keeps_the_bias() {
+    static TABLE: ReaderTable = ReaderTable::new();
+    let raw: &'static Raw = Box::leak(Box::new(Raw::with_table(&TABLE)));
+    let write = || {
+        let w = raw.lock_exclusive();
+        let next = w.next;
+        // SAFETY: from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+        next
+    };
+    let biased = |s: u64| s & (FAST | SYM) == FAST;
+    let mut kept = false;
+    for _ in 0..10 {
+        // Bias on (reads re-enable it after a window), then a cheap
+        // revocation 1 ms after the last write, kept: the previous cost.
+        for _ in 0..2 * TUNING.pc_clock_every {
+            let t = raw.lock_shared();
+            // SAFETY: from `lock_shared` above.
+            unsafe { raw.unlock_shared(t) };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        if !biased(raw.state.load(O::Relaxed)) || !biased(write()) {
+            continue;
+        }
+        // 1 ms later, a write that waits for a fast read held for 300 µs
+        // (more than 1/8 of the gap).
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let reader = thread::spawn(move || {
+            let t = raw.lock_shared();
+            held_tx.send(fast(&t)).unwrap();
+            std::thread::sleep(std::time::Duration::from_micros(300));
+            // SAFETY: from `lock_shared` above.
+            unsafe { raw.unlock_shared(t) };
+        });
+        let was_fast = held_rx.recv().unwrap();
+        let next = write();
+        reader.join().unwrap();
+        if was_fast && biased(next) {
+            kept = true;
+            break;
+        }
+    }
+    assert!(kept, "a write that waited for a long read kept the bias");
+}
+
 /// A heavy fence of 5 µs: dear (at least `pc_sym_cost_ns`).
 type DearRaw = RawPerCpuRwLock<TestPlatform<5_000>>;
 
