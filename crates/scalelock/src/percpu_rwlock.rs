@@ -526,13 +526,17 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // Busy: a recursive read, or a read of another lock of the table.
             return None;
         }
-        // As in `try_lock_shared_symmetric`, biased.
+        // Relaxed: the fence orders it; nothing is published through it.
         slot.word()
             .store((s & ID_MASK) | BIASED | ONE_DEPTH, Ordering::Relaxed);
+        // Pairs with the heavy fence of a revoking writer; unchecked, as the
+        // lock is biased only with asymmetric fences (see "Fences").
         P::light_fence_asymmetric();
+        // Acquire pairs with the Release RMW that last set FAST.
         if self.state.load(Ordering::Acquire) & FAST != 0 {
             return Some(PerCpuReadToken::slot(slot));
         }
+        // A writer is revoking: step aside and queue on the inner lock.
         release_slot::<P>(slot, true);
         None
     }
@@ -567,12 +571,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         Some(self.enter_underlying(mine))
     }
 
-    /// `try_lock_shared_fast` in the symmetric mode, or for a lock without
-    /// an id yet (`None`: the slow path gives it one). The biased branch
-    /// serves a state that became biased since the caller's load.
+    /// `try_lock_shared_fast` in the symmetric mode (`s`), or for a lock
+    /// without an id yet (`None`: the slow path gives it one).
     #[inline(never)]
     fn try_lock_shared_symmetric(&self, s: u64) -> Option<PerCpuReadToken> {
-        if s & ID_MASK == 0 || s & FAST == 0 {
+        if s & ID_MASK == 0 || s & (FAST | SYM) != FAST | SYM {
             return None;
         }
         let slot = table_of(s).slot(P::reader_slot()?)?;
@@ -580,29 +583,19 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // Busy: a recursive read, or a read of another lock of the table.
             return None;
         }
-        let mine = (s & ID_MASK) | ONE_DEPTH;
-        let biased = s & SYM == 0;
-        if biased {
-            // Relaxed: the fence orders it; nothing is published through it.
-            slot.word().store(mine | BIASED, Ordering::Relaxed);
-            // Pairs with the heavy fence of a revoking writer; unchecked,
-            // as the lock is biased only with asymmetric fences (see
-            // "Fences").
-            P::light_fence_asymmetric();
-        } else {
-            // Relaxed, then a full fence: pairs with a symmetric writer's
-            // full fence (store buffering). (A SeqCst `swap` and load would
-            // do in the C++ model and cost less on x86, but loom models
-            // SeqCst accesses as AcqRel and could not check this pairing.)
-            slot.word().store(mine, Ordering::Relaxed);
-            fence(Ordering::SeqCst);
-        }
+        // Relaxed, then a full fence: pairs with a symmetric writer's full
+        // fence (store buffering). (A SeqCst `swap` and load would do in the
+        // C++ model and cost less on x86, but loom models SeqCst accesses as
+        // AcqRel and could not check this pairing.)
+        slot.word()
+            .store((s & ID_MASK) | ONE_DEPTH, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
         // Acquire pairs with the Release RMW that last set FAST.
         if self.state.load(Ordering::Acquire) & FAST != 0 {
             return Some(PerCpuReadToken::slot(slot));
         }
         // A writer is revoking: step aside and queue on the inner lock.
-        release_slot::<P>(slot, biased);
+        release_slot::<P>(slot, false);
         None
     }
 
