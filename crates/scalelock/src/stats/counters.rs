@@ -577,25 +577,32 @@ fn fast_index(access: Access) -> usize {
     }
 }
 
+/// The inline step of an uncontended acquisition of a class with fast
+/// counters whose hold is not sampled, on a registered thread: steps the
+/// countdown and runs `count` on the thread's fast counters. False (nothing
+/// done) otherwise: the caller takes its cold path.
+#[inline(always)]
+fn count_unsampled(class: u32, count: impl FnOnce(&FastCounts)) -> bool {
+    (class as usize) < FAST_CLASSES
+        && RECENT.with(|r| {
+            let c = r.countdown.get();
+            // Above 1: registered (see `Recent::countdown`), not sampled.
+            if c > 1 {
+                r.countdown.set(c - 1);
+                count(&r.fast);
+            }
+            c > 1
+        })
+}
+
 /// An uncontended acquisition (no wait to record): counts it; returns the
 /// clock if this hold is sampled, else 0. Inlined into the lock: for a
 /// class with a fast counter and a hold not sampled, the countdown's TLS
 /// load and store and the counter's (see the module docs).
 #[inline(always)]
 pub(crate) fn acquired_uncontended(class: u32, access: Access) -> u64 {
-    if (class as usize) < FAST_CLASSES {
-        let counted = RECENT.with(|r| {
-            let c = r.countdown.get();
-            // Above 1: registered (see `Recent::countdown`), not sampled.
-            if c > 1 {
-                r.countdown.set(c - 1);
-                bump(r.fast.counter(fast_index(access), class), 1);
-            }
-            c > 1
-        });
-        if counted {
-            return 0;
-        }
+    if count_unsampled(class, |f| bump(f.counter(fast_index(access), class), 1)) {
+        return 0;
     }
     acquired_slow(class, access)
 }
@@ -617,20 +624,11 @@ fn per_cpu_index(fast: bool) -> usize {
 /// (as `acquired_uncontended`).
 #[inline(always)]
 pub(crate) fn per_cpu_read_acquired(class: u32, fast: bool) -> u64 {
-    if (class as usize) < FAST_CLASSES {
-        let counted = RECENT.with(|r| {
-            let c = r.countdown.get();
-            // Above 1: registered (see `Recent::countdown`), not sampled.
-            if c > 1 {
-                r.countdown.set(c - 1);
-                bump(r.fast.counter(per_cpu_index(fast), class), 1);
-                bump(r.fast.counter(FAST_READS, class), 1);
-            }
-            c > 1
-        });
-        if counted {
-            return 0;
-        }
+    if count_unsampled(class, |f| {
+        bump(f.counter(per_cpu_index(fast), class), 1);
+        bump(f.counter(FAST_READS, class), 1);
+    }) {
+        return 0;
     }
     per_cpu_read_acquired_slow(class, fast)
 }
