@@ -311,13 +311,19 @@ fn one_slow_revocation_keeps_the_bias() {
     };
     let biased = |s: u64| s & (FAST | SYM) == FAST;
     let mut kept = false;
-    for _ in 0..10 {
-        // Bias on (reads re-enable it after a window), then a cheap
-        // revocation 1 ms after the last write, kept: the previous cost.
-        for _ in 0..2 * TUNING.pc_clock_every {
+    for _ in 0..20 {
+        // Bias on (a slow reader re-enables it once a window is over; a
+        // window after a dear revocation on a loaded machine can last
+        // milliseconds), then a cheap revocation 1 ms after the last
+        // write, kept: the previous cost.
+        for _ in 0..2_000 {
+            if biased(raw.state.load(O::Relaxed)) {
+                break;
+            }
             let t = raw.lock_shared();
             // SAFETY: from `lock_shared` above.
             unsafe { raw.unlock_shared(t) };
+            std::thread::sleep(std::time::Duration::from_micros(50));
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
         if !biased(raw.state.load(O::Relaxed)) || !biased(write()) {
