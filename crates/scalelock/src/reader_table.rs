@@ -241,6 +241,17 @@ pub struct ReaderTable {
     force_symmetric: AtomicU8,
 }
 
+/// Stores cost `ns` (ns, saturated to `u32`) as the last one in `last`;
+/// returns the previous cost (0: none) and the cheaper of the two (the new
+/// one alone when there was none). Relaxed: the costs are hints.
+#[inline]
+fn record_cost(last: &AtomicU32, ns: u64) -> (u64, u64) {
+    let ns32 = ns.min(u64::from(u32::MAX)) as u32;
+    let prev = last.swap(ns32, Ordering::Relaxed);
+    let floor = if prev == 0 { ns32 } else { ns32.min(prev) };
+    (u64::from(prev), u64::from(floor))
+}
+
 /// Largest adaptive inhibition multiplier.
 pub(crate) const MAX_INHIBIT: u8 = 64;
 
@@ -353,12 +364,6 @@ impl ReaderTable {
         }
     }
 
-    /// Records the heavy fence's cost `ns` of an asymmetric revocation, and
-    /// says whether this one and the previous one were both at least
-    /// `dear_ns`: one dear fence alone is more likely an interrupt or a
-    /// preemption during the `membarrier` than other CPUs busy running our
-    /// readers. Relaxed load and store: a hint (racing writers of other
-    /// locks of the class may lose one record).
     /// The cheaper of the heavy fences of the class's last two asymmetric
     /// revocations (the only one after the first; 0 before it), ns: what a
     /// fence costs, without the outlier of one preempted `membarrier`.
@@ -375,22 +380,19 @@ impl ReaderTable {
     /// bias. Relaxed: a hint.
     #[inline]
     pub(crate) fn revocation_floor(&self, ns: u64) -> u64 {
-        let ns32 = ns.min(u64::from(u32::MAX)) as u32;
-        let prev = self.revocation_ns.swap(ns32, Ordering::Relaxed);
-        u64::from(if prev == 0 { ns32 } else { ns32.min(prev) })
+        record_cost(&self.revocation_ns, ns).1
     }
 
+    /// Records the heavy fence's cost `ns` of an asymmetric revocation, and
+    /// says whether this one and the previous one were both at least
+    /// `dear_ns`: one dear fence alone is more likely an interrupt or a
+    /// preemption during the `membarrier` than other CPUs busy running our
+    /// readers. Relaxed: a hint (racing writers of other locks of the class
+    /// may lose one record).
     #[inline]
     pub(crate) fn dear_fences(&self, ns: u64, dear_ns: u64) -> bool {
-        let prev = u64::from(self.fence_ns.load(Ordering::Relaxed));
-        let ns32 = ns.min(u64::from(u32::MAX)) as u32;
-        self.fence_ns.store(ns32, Ordering::Relaxed);
-        let floor = if prev == 0 {
-            ns32
-        } else {
-            ns32.min(prev as u32)
-        };
-        self.fence_floor_ns.store(floor, Ordering::Relaxed);
+        let (prev, floor) = record_cost(&self.fence_ns, ns);
+        self.fence_floor_ns.store(floor as u32, Ordering::Relaxed);
         ns >= dear_ns && prev >= dear_ns
     }
 
