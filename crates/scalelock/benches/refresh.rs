@@ -41,6 +41,11 @@ fn calibrate() {
     ITERS_PER_US.store((n as f64 / (best * 1e6)) as u64, Ordering::Relaxed);
 }
 
+/// Not inlined: every variant runs this one copy of the loop. Inlined
+/// copies sit at different code addresses, and on some CPUs (the 2-vCPU
+/// AMD EPYC VM here) their speed differs by tens of percent, which the
+/// calibration cannot see.
+#[inline(never)]
 fn spin_iters(n: u64, base: u64) -> u64 {
     let mut x = base;
     for _ in 0..n {
