@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use scalelock::stats::{self, LongHold};
-use scalelock::{ClassRef, LockClass, LockKind, SeqLock};
+use scalelock::{ClassRef, LockClass, LockKind, QRwLock, RawQRwLock, SeqLock};
 
 static LONG: Mutex<Vec<LongHold>> = Mutex::new(Vec::new());
 
@@ -132,6 +132,25 @@ fn switch_reset_and_long_holds() {
         stats::snapshot().class("switch").unwrap().events.long_holds,
         2
     );
+
+    // Counted per access: a long read hold under `read`, a long write hold
+    // under `write`, and both in the class's total.
+    static RW: LockClass = LockClass::new("switch-rw");
+    let rw = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&RW)), 0u64);
+    {
+        let _r = rw.read();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    for _ in 0..2 {
+        let _w = rw.write();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let c = stats::snapshot().class("switch-rw").unwrap().clone();
+    assert_eq!((c.read.long_holds, c.write.long_holds), (1, 2));
+    assert_eq!(c.events.long_holds, 3);
+    let table = stats::snapshot().to_string();
+    assert!(table.contains("  read events: long-holds 1"), "{table}");
+    assert!(table.contains("  write events: long-holds 2"), "{table}");
     stats::set_long_hold_hook(u64::MAX, None);
 
     // The snapshot round-trips through serde (here JSON).

@@ -71,13 +71,13 @@ pub(crate) enum Event {
     FallbackRead,
     SeqlockRetry,
     RefreshCoalesced,
-    LongHold,
 }
 
 /// Number of `Event`s.
-pub(crate) const EVENTS: usize = 5;
+pub(crate) const EVENTS: usize = 4;
 
-/// Slow-path events, counted per class and per read/write.
+/// Events counted per class and per read/write: the slow path's, and long
+/// holds.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum WaitEvent {
     PendingPath,
@@ -86,10 +86,11 @@ pub(crate) enum WaitEvent {
     Park,
     Wake,
     SpuriousWake,
+    LongHold,
 }
 
 /// Number of `WaitEvent`s.
-pub(crate) const WAIT_EVENTS: usize = 6;
+pub(crate) const WAIT_EVENTS: usize = 7;
 
 /// The index of `access` in a block's per-access arrays (0: reads, 1:
 /// writes, an upgradable read being a write).
@@ -764,7 +765,10 @@ pub(crate) fn released(class: u32, access: Access, start: u64) {
     with_block(class, |b, _| {
         b.access(access).hold.record(held);
         if long {
-            bump(&b.events[Event::LongHold as usize], 1);
+            bump(
+                &b.wait_events[side(access)][WaitEvent::LongHold as usize],
+                1,
+            );
         }
     });
     if long {

@@ -51,6 +51,10 @@ pub struct AccessStats {
     pub wait: TimeStats,
     /// Time from acquisition to release, on sampled acquisitions.
     pub hold: TimeStats,
+    /// Sampled holds at or above the long-hold threshold
+    /// ([`set_long_hold_hook`](super::set_long_hold_hook)).
+    #[serde(default)]
+    pub long_holds: u64,
     /// The slow-path events of this access's waiters (a reader's park
     /// counts here under `read`, a writer's under `write`).
     #[serde(default)]
@@ -121,7 +125,8 @@ pub struct Events {
     pub seqlock_retries: u64,
     /// RefreshOnce callers served by another caller's update.
     pub refresh_coalesced: u64,
-    /// Sampled holds at or above the long-hold threshold.
+    /// Sampled holds at or above the long-hold threshold, reads and writes
+    /// together (each access's own: [`AccessStats::long_holds`]).
     pub long_holds: u64,
 }
 
@@ -136,6 +141,7 @@ impl AccessStats {
         self.contended += other.contended;
         self.wait.merge(&other.wait);
         self.hold.merge(&other.hold);
+        self.long_holds += other.long_holds;
         self.events.merge(&other.events);
     }
 }
@@ -227,6 +233,7 @@ impl ClassStats {
             contended: 0,
             wait: empty_time.clone(),
             hold: empty_time,
+            long_holds: 0,
             events: WaitEvents::default(),
         };
         ClassStats {
@@ -276,11 +283,14 @@ pub(crate) fn collect() -> Snapshot {
                 spurious_wakes: wv(WaitEvent::SpuriousWake),
             };
             c.events.add_waits(&events);
+            let long_holds = wv(WaitEvent::LongHold);
+            c.events.long_holds += long_holds;
             mine.merge(&AccessStats {
                 acquisitions: load(&live.acquisitions),
                 contended: load(&live.contended),
                 wait: live.wait.read(),
                 hold: live.hold.read(),
+                long_holds,
                 events,
             });
         }
@@ -291,7 +301,6 @@ pub(crate) fn collect() -> Snapshot {
             revocations: b.revocations.read(),
             seqlock_retries: ev(Event::SeqlockRetry),
             refresh_coalesced: ev(Event::RefreshCoalesced),
-            long_holds: ev(Event::LongHold),
             ..Events::default()
         });
     });

@@ -9,14 +9,13 @@
 //! gnttab     QRwLock   read   1200000        3400  0.28%     1.2us     2.0us ...
 //!                      write      812          90  11.1%     3.1us ...
 //!   read events: batch-ends 3, parks 12, wakes 12
-//!   write events: queue-max 3, handoffs 1, parks 2, wakes 2
-//!   events: long-holds 1
+//!   write events: queue-max 3, handoffs 1, parks 2, wakes 2, long-holds 1
 //! ```
 
 use core::fmt::{self, Display, Formatter, Write as _};
 use std::string::String;
 
-use super::snapshot::{AccessStats, ClassStats, Events, Snapshot, WaitEvents};
+use super::snapshot::{AccessStats, ClassStats, Events, Snapshot};
 
 /// A duration in ns, printed with a unit (`40ns`, `1.2us`, `3.4ms`,
 /// `1.20s`); honours width and alignment.
@@ -84,9 +83,10 @@ fn item(s: &mut String, name: &str, v: u64) {
     }
 }
 
-/// One access mode's slow-path events that happened, comma-separated (""
-/// if none).
-pub(crate) fn wait_events_line(e: &WaitEvents) -> String {
+/// One access mode's events that happened (its slow path's, and its long
+/// holds), comma-separated ("" if none).
+pub(crate) fn access_events_line(a: &AccessStats) -> String {
+    let e = &a.events;
     let mut s = String::new();
     item(&mut s, "pending-path", e.pending_path);
     item(&mut s, "queue-max", e.queue_depth_max);
@@ -95,18 +95,18 @@ pub(crate) fn wait_events_line(e: &WaitEvents) -> String {
     item(&mut s, "parks", e.parks);
     item(&mut s, "wakes", e.wakes);
     item(&mut s, "spurious-wakes", e.spurious_wakes);
+    item(&mut s, "long-holds", a.long_holds);
     s
 }
 
-/// The class's events that happened, except the slow-path events (shown
-/// per access mode), comma-separated ("" if none).
+/// The class's events that happened, except those shown per access mode
+/// (the slow path's, and long holds), comma-separated ("" if none).
 pub(crate) fn events_line(e: &Events) -> String {
     let mut s = String::new();
     item(&mut s, "fast-reads", e.fast_reads);
     item(&mut s, "fallback-reads", e.fallback_reads);
     item(&mut s, "seqlock-retries", e.seqlock_retries);
     item(&mut s, "refresh-coalesced", e.refresh_coalesced);
-    item(&mut s, "long-holds", e.long_holds);
     if e.revocations.count != 0 {
         if !s.is_empty() {
             s.push_str(", ");
@@ -147,7 +147,7 @@ fn class_rows(f: &mut Formatter<'_>, c: &ClassStats) -> fmt::Result {
         writeln!(f, "  site: {site}")?;
     }
     for (acc, a) in [("read", &c.read), ("write", &c.write)] {
-        let ev = wait_events_line(&a.events);
+        let ev = access_events_line(a);
         if !ev.is_empty() {
             writeln!(f, "  {acc} events: {ev}")?;
         }
@@ -205,6 +205,7 @@ impl Display for Snapshot {
 mod tests {
     use super::*;
     use crate::stats::TimeStats;
+    use crate::stats::snapshot::WaitEvents;
 
     #[test]
     fn ns_units() {
@@ -229,6 +230,7 @@ mod tests {
                     contended: 10,
                     wait: TimeStats::from_samples(&[100; 10]),
                     hold: TimeStats::from_samples(&[40; 62]),
+                    long_holds: 0,
                     events: WaitEvents {
                         parks: 3,
                         wakes: 3,
@@ -240,6 +242,7 @@ mod tests {
                     contended: 1,
                     wait: TimeStats::from_samples(&[500]),
                     hold: TimeStats::from_samples(&[40; 10]),
+                    long_holds: 1,
                     events: WaitEvents {
                         queue_depth_max: 2,
                         handoffs: 1,
@@ -259,7 +262,7 @@ mod tests {
         };
         let t = std::format!("{snap}");
         let lines: std::vec::Vec<&str> = t.lines().collect();
-        assert_eq!(lines.len(), 7, "{t}");
+        assert_eq!(lines.len(), 6, "{t}");
         assert!(lines[1].starts_with("class"));
         assert!(lines[2].starts_with("gnttab"), "{t}");
         assert!(lines[2].contains(" read "), "{t}");
@@ -267,10 +270,13 @@ mod tests {
         assert!(lines[2].contains("100ns"), "{t}");
         assert!(lines[3].trim_start().starts_with("write "), "{t}");
         assert!(lines[3].contains("10.00%"), "{t}");
-        // The slow-path events on their access's line, the class's others
-        // (not the slow-path totals again) on the last.
+        // The slow-path events and long holds on their access's line; the
+        // class's totals of them are not shown again (no other events
+        // here, so no class line).
         assert_eq!(lines[4], "  read events: parks 3, wakes 3");
-        assert_eq!(lines[5], "  write events: queue-max 2, handoffs 1");
-        assert_eq!(lines[6], "  events: long-holds 1");
+        assert_eq!(
+            lines[5],
+            "  write events: queue-max 2, handoffs 1, long-holds 1"
+        );
     }
 }
