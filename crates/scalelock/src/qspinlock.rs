@@ -145,7 +145,15 @@
 //!   `park_ns` (the holder is preempted, maybe by the waiter itself on the
 //!   holder's CPU, or sleeps in its critical section) sleeps until a
 //!   release instead of spinning.
-//! - No waiter ever calls `sched_yield` (see `wait::backoff`).
+//! - A contender that finds the lock held spins a few times, then yields
+//!   between its polls for as long as a yield runs another thread (there
+//!   are more runnable threads than CPUs): the preempted holder, or a
+//!   thread with work to do, gets the CPU, and the contender stays runnable
+//!   instead of going to sleep in the queue, which comes back one wake-up
+//!   at a time. A yield that returns at once means nobody else wants this
+//!   CPU (the holder runs on another one): it spins again
+//!   (`wait::SpinThenYield`). Queued waiters and the word waiter never
+//!   yield (see `wait::backoff`).
 //!
 //! # Sleeping until a release without an atomic unlock
 //! Releases are plain stores, which return nothing, so a sleeper cannot
@@ -201,7 +209,9 @@ use crate::hook::{self, Held};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qnode::NodeIndex;
 use crate::sync::atomic::{AtomicU8, AtomicU16, Ordering};
-use crate::wait::{Backoff, BatchClock, Deadline, QuietPoll, TUNING, batch, parking};
+use crate::wait::{
+    Backoff, BatchClock, Deadline, QuietPoll, SpinThenYield, TUNING, batch, parking,
+};
 
 /// `locked`: free.
 const FREE: u8 = 0;
@@ -311,12 +321,12 @@ impl<P: Platform> QSpinCore<P> {
 
     /// The optimistic spin: takes a lock that is free and stays free, or a
     /// reserved lock whose word waiter does not come for `qs_steal_ns` (it
-    /// is not running). True if it took the lock.
+    /// is not running). True if it took the lock. Between polls it spins,
+    /// then yields while yields run other threads (`SpinThenYield`).
     fn spin_before_queueing(&self) -> bool {
-        let mut backoff = Backoff::new();
+        let mut wait = SpinThenYield::new();
         let mut reserved: Option<BatchClock> = None;
-        let mut polls = 0;
-        while polls < TUNING.qs_pre_queue_polls {
+        while wait.waits() < TUNING.qs_pre_queue_polls {
             match self.locked.load(Ordering::Relaxed) {
                 // Barge only while nobody waits on the word: a lock seen
                 // free is often a running holder between two acquisitions
@@ -339,13 +349,12 @@ impl<P: Platform> QSpinCore<P> {
                         }
                         reserved = None;
                     }
-                    backoff.snooze::<P>();
+                    wait.spin::<P>();
                     continue;
                 }
                 _ => reserved = None,
             }
-            polls += 1;
-            backoff.snooze::<P>();
+            wait.wait::<P>(TUNING.qs_pre_queue_spins);
         }
         false
     }

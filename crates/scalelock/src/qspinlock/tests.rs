@@ -178,3 +178,71 @@ fn contended_counts_are_exact() {
     assert_eq!(raw.core.tail.load(Ordering::Relaxed), 0);
     assert_eq!(raw.core.locked.load(Ordering::Relaxed), FREE);
 }
+
+/// A platform whose clock only moves when a thread yields, by `YIELD_NS`:
+/// a yield that "runs another thread" (`YIELD_NS` at least `yield_ran_ns`)
+/// or one that returns at once (0). Counts the calling thread's yields.
+#[derive(Debug)]
+struct YieldClock<const YIELD_NS: u64>;
+
+std::thread_local! {
+    static YIELD_CLOCK: Cell<u64> = const { Cell::new(0) };
+    static YIELDS: Cell<u32> = const { Cell::new(0) };
+}
+
+// SAFETY: the std platform's, except for the clock (monotonic: it only
+// grows) and `yield_now`, which only moves that clock and counts. Nothing
+// here waits or wakes: the test polls a lock it holds itself.
+unsafe impl<const YIELD_NS: u64> Platform for YieldClock<YIELD_NS> {
+    fn relax() {}
+    fn yield_now() {
+        YIELDS.with(|y| y.set(y.get() + 1));
+        YIELD_CLOCK.with(|c| c.set(c.get() + YIELD_NS));
+    }
+    fn now_ns() -> u64 {
+        YIELD_CLOCK.with(Cell::get)
+    }
+    fn wait(_: &AtomicU32, _: u32) {}
+    fn wake_one(_: &AtomicU32) {}
+    fn wake_all(_: &AtomicU32) {}
+    fn light_fence() {
+        crate::sync::atomic::fence(Ordering::SeqCst)
+    }
+    fn heavy_fence() {
+        crate::sync::atomic::fence(Ordering::SeqCst)
+    }
+    fn queue_node() -> Option<NodeIndex> {
+        None
+    }
+    fn node(_: NodeIndex) -> &'static QNode {
+        unreachable!("no nodes are handed out")
+    }
+    fn cpu_id() -> usize {
+        0
+    }
+    fn cpu_count() -> usize {
+        1
+    }
+}
+
+/// Yields from the calling thread's polls of a held lock, before queueing.
+fn yields_before_queueing<const YIELD_NS: u64>() -> u32 {
+    let lock: QSpinCore<YieldClock<YIELD_NS>> = QSpinCore::new();
+    assert!(lock.try_lock_fast());
+    YIELDS.with(|y| y.set(0));
+    assert!(!lock.spin_before_queueing());
+    YIELDS.with(Cell::get)
+}
+
+/// Before it queues, a contender yields between its polls for as long as
+/// yields run other threads (the holder may be preempted, on our CPU), and
+/// spins again after a yield that returned at once (nobody else to run:
+/// the holder runs elsewhere).
+#[test]
+fn contenders_yield_while_yields_run_other_threads() {
+    let polls = TUNING.qs_pre_queue_polls;
+    let spins = TUNING.qs_pre_queue_spins;
+    assert!(polls > spins + 1, "the tuning leaves room for yields");
+    assert_eq!(yields_before_queueing::<1_000_000>(), polls - spins);
+    assert_eq!(yields_before_queueing::<0>(), 1);
+}

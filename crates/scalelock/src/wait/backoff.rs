@@ -8,14 +8,71 @@
 //!   Every poll of the lock word takes the line from the holder (its next
 //!   acquisition misses), so the interval between polls grows, first spun,
 //!   then slept: threads that can do useful work get the CPU.
+//! - [`SpinThenYield`]: how a contender waits between its polls of a held
+//!   lock before it queues: a few short spins, then `yield_now` for as long
+//!   as yields run other threads, then spinning again.
 //!
-//! Neither ever calls `yield_now`: `sched_yield` may hand the CPU to any
-//! runnable task, a low-priority one included, for a whole time slice
-//! (milliseconds), during which the waiter cannot take the lock it waits
-//! for. A timed sleep returns when its timer fires.
+//! `Backoff` and `QuietPoll` never call `yield_now`: `sched_yield` may hand
+//! the CPU to any runnable task, a low-priority one included, for a whole
+//! time slice (milliseconds), during which the waiter cannot take the lock
+//! it waits for. A timed sleep returns when its timer fires. `SpinThenYield`
+//! yields only before its caller queues, a few times at most: with more
+//! runnable threads than CPUs the yield runs the preempted holder, or a
+//! thread with work to do, where spinning would burn the slice and queueing
+//! would put the caller to sleep (a queue comes back one wake-up at a
+//! time, and a woken thread can wait a scheduler tick for a CPU).
 
 use super::TUNING;
 use crate::platform::Platform;
+
+/// A contender's wait between two polls of a held lock before it queues
+/// (after parking_lot's `SpinWait`: spin a little, then yield), with a probe:
+/// a yield that returns at once (within `yield_ran_ns`) found no other
+/// thread to run on this CPU, so the holder runs elsewhere and spinning
+/// serves better than more system calls; the following waits spin.
+#[derive(Debug)]
+pub(crate) struct SpinThenYield {
+    backoff: Backoff,
+    waits: u32,
+    yielding: bool,
+}
+
+impl SpinThenYield {
+    #[inline]
+    pub(crate) const fn new() -> Self {
+        Self {
+            backoff: Backoff::new(),
+            waits: 0,
+            yielding: true,
+        }
+    }
+
+    /// Waits counted so far.
+    #[inline]
+    pub(crate) fn waits(&self) -> u32 {
+        self.waits
+    }
+
+    /// Waits before the next poll: one `Backoff` step for the first
+    /// `spins_first` waits, then yields while they run other threads.
+    #[inline]
+    pub(crate) fn wait<P: Platform>(&mut self, spins_first: u32) {
+        self.waits += 1;
+        if self.waits > spins_first && self.yielding {
+            let start = P::now_ns();
+            P::yield_now();
+            self.yielding = P::now_ns().wrapping_sub(start) >= TUNING.yield_ran_ns;
+        } else {
+            self.backoff.snooze::<P>();
+        }
+    }
+
+    /// One `Backoff` step, not counted as a wait.
+    #[inline]
+    pub(crate) fn spin<P: Platform>(&mut self) {
+        self.backoff.snooze::<P>();
+    }
+}
 
 /// Exponential backoff for spin loops.
 #[derive(Debug, Default)]

@@ -4,9 +4,10 @@
 //! it re-checks before sleeping); *how long* to spin, when to yield, when to
 //! sleep, and how long a batch lasts live here:
 //! - [`tuning`]: every tunable, in one table, next to its loom value.
-//! - [`backoff`]: spinning on loads with exponential backoff, then yielding
-//!   the CPU (so a preempted holder can run); the quiet poll of a waiter
-//!   that waits out a holder's batch.
+//! - [`backoff`]: spinning on loads with exponential backoff, then brief
+//!   sleeps (so a preempted holder can run); a contender's spin-then-yield
+//!   before it queues; the quiet poll of a waiter that waits out a
+//!   holder's batch.
 //! - [`parking`]: sleeping on an address (a small parking lot of futex
 //!   words, chosen by the lock's address) and the two sleep protocols the
 //!   locks use: "until a release" (a light/heavy fence pair, so releases
@@ -28,7 +29,7 @@ pub(crate) mod deadline;
 pub(crate) mod parking;
 pub(crate) mod tuning;
 
-pub(crate) use self::backoff::{Backoff, QuietPoll};
+pub(crate) use self::backoff::{Backoff, QuietPoll, SpinThenYield};
 pub(crate) use self::batch::BatchClock;
 pub(crate) use self::deadline::Deadline;
 pub(crate) use self::tuning::TUNING;

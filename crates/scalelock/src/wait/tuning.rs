@@ -21,6 +21,9 @@ pub(crate) struct Tuning {
     pub backoff_sleep_after: u32,
     /// See `backoff_sleep_after`.
     pub backoff_sleep_ns: u64,
+    /// A `yield_now` that took at least this long ran another thread
+    /// (`SpinThenYield`); a bare `sched_yield` takes under a microsecond.
+    pub yield_ran_ns: u64,
 
     // --- Bounded batches (qspinlock and qrwlock word waiters) ---
     /// How long the word waiter lets the running threads keep a queued
@@ -63,6 +66,9 @@ pub(crate) struct Tuning {
     // --- qspinlock ---
     /// Polls of a contender's optimistic spin before it queues.
     pub qs_pre_queue_polls: u32,
+    /// Of the waits between those polls, the first this many spin; the
+    /// others yield while yields run other threads (`SpinThenYield`).
+    pub qs_pre_queue_spins: u32,
     /// A lock reserved for the word waiter that it does not take within
     /// this long (it is not running) may be taken by a spinning contender;
     /// the contender's release reserves it again.
@@ -145,6 +151,7 @@ const NATIVE: Tuning = Tuning {
     backoff_spin_limit: 6,
     backoff_sleep_after: 10,
     backoff_sleep_ns: 20_000,
+    yield_ran_ns: 5_000,
 
     batch_ns: 1_000_000,
     batch_polls: 1 << 12,
@@ -157,7 +164,8 @@ const NATIVE: Tuning = Tuning {
     park_ns: 5_000,
     park_polls: 1 << 12,
 
-    qs_pre_queue_polls: 8,
+    qs_pre_queue_polls: 10,
+    qs_pre_queue_spins: 3,
     qs_steal_ns: 20_000,
     qs_steal_polls: 1 << 10,
     qs_node_spins: 256,
@@ -192,6 +200,7 @@ const LOOM: Tuning = Tuning {
     backoff_spin_limit: 0,
     backoff_sleep_after: 1,
     backoff_sleep_ns: 0,
+    yield_ran_ns: 5_000,
 
     batch_ns: 1_000_000,
     batch_polls: 3,
@@ -205,6 +214,7 @@ const LOOM: Tuning = Tuning {
     park_polls: 2,
 
     qs_pre_queue_polls: 1,
+    qs_pre_queue_spins: 1,
     qs_steal_ns: 20_000,
     qs_steal_polls: 2,
     qs_node_spins: 1,
