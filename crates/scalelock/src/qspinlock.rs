@@ -306,7 +306,7 @@ impl<P: Platform> QSpinCore<P> {
         // A thread that just handed the lock to the word waiter is still
         // running and would take it back whenever it finds it free between
         // the new holder's acquisitions: it queues at once instead.
-        if !batch::just_handed_off::<P>(self.addr()) && self.spin_before_queueing() {
+        if !batch::just_handed_off::<P>(self.addr()) && self.spin_before_queueing(deadline) {
             return true;
         }
         if self.try_become_pending() {
@@ -322,11 +322,12 @@ impl<P: Platform> QSpinCore<P> {
     /// The optimistic spin: takes a lock that is free and stays free, or a
     /// reserved lock whose word waiter does not come for `qs_steal_ns` (it
     /// is not running). True if it took the lock. Between polls it spins,
-    /// then yields while yields run other threads (`SpinThenYield`).
-    fn spin_before_queueing(&self) -> bool {
+    /// then yields while yields run other threads (`SpinThenYield`); a
+    /// yield can last a time slice, so it stops once `deadline` passed.
+    fn spin_before_queueing(&self, deadline: Deadline) -> bool {
         let mut wait = SpinThenYield::new();
         let mut reserved: Option<BatchClock> = None;
-        while wait.waits() < TUNING.qs_pre_queue_polls {
+        while wait.waits() < TUNING.qs_pre_queue_polls && !deadline.passed::<P>() {
             match self.locked.load(Ordering::Relaxed) {
                 // Barge only while nobody waits on the word: a lock seen
                 // free is often a running holder between two acquisitions
@@ -566,7 +567,7 @@ impl<P: Platform> QSpinCore<P> {
     /// release in between. False once `deadline` passed.
     fn lock_unqueued(&self, deadline: Deadline, ev: Events) -> bool {
         loop {
-            if self.spin_before_queueing() || self.try_lock_fast() {
+            if self.spin_before_queueing(deadline) || self.try_lock_fast() {
                 return true;
             }
             if self.try_become_pending() {

@@ -225,24 +225,31 @@ unsafe impl<const YIELD_NS: u64> Platform for YieldClock<YIELD_NS> {
     }
 }
 
-/// Yields from the calling thread's polls of a held lock, before queueing.
-fn yields_before_queueing<const YIELD_NS: u64>() -> u32 {
+/// Yields from the calling thread's polls of a held lock, before queueing,
+/// with a deadline `timeout_ns` from now (`None`: none).
+fn yields_before_queueing<const YIELD_NS: u64>(timeout_ns: Option<u64>) -> u32 {
     let lock: QSpinCore<YieldClock<YIELD_NS>> = QSpinCore::new();
     assert!(lock.try_lock_fast());
+    let deadline = timeout_ns.map_or(Deadline::NEVER, |t| {
+        Deadline::at(YieldClock::<YIELD_NS>::now_ns() + t)
+    });
     YIELDS.with(|y| y.set(0));
-    assert!(!lock.spin_before_queueing());
+    assert!(!lock.spin_before_queueing(deadline));
     YIELDS.with(Cell::get)
 }
 
 /// Before it queues, a contender yields between its polls for as long as
 /// yields run other threads (the holder may be preempted, on our CPU), and
 /// spins again after a yield that returned at once (nobody else to run:
-/// the holder runs elsewhere).
+/// the holder runs elsewhere); never past its deadline.
 #[test]
 fn contenders_yield_while_yields_run_other_threads() {
     let polls = TUNING.qs_pre_queue_polls;
     let spins = TUNING.qs_pre_queue_spins;
     assert!(polls > spins + 1, "the tuning leaves room for yields");
-    assert_eq!(yields_before_queueing::<1_000_000>(), polls - spins);
-    assert_eq!(yields_before_queueing::<0>(), 1);
+    assert_eq!(yields_before_queueing::<1_000_000>(None), polls - spins);
+    assert_eq!(yields_before_queueing::<0>(None), 1);
+    // A yield can last a time slice: a timed acquisition stops yielding
+    // once its deadline passed (here after the second 1 ms yield).
+    assert_eq!(yields_before_queueing::<1_000_000>(Some(1_500_000)), 2);
 }
