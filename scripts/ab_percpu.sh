@@ -10,16 +10,12 @@
 # env: THREADS (1,2,16), READS (50,90,99,100), RUNTIME_MS (150). Needs python3.
 set -euo pipefail
 source "$(dirname "$0")/ab_common.sh"
-BA=$(ab_build percpu_rwlock $A); BB=$(ab_build percpu_rwlock $B)
-: > $out/rawpc.txt
-for i in $(seq 1 $R); do
-  if (( i % 2 )); then order="A B"; else order="B A"; fi
-  for s in $order; do bin=$BA; [ $s = B ] && bin=$BB
-    ROUNDS=1 RUNTIME_MS=${RUNTIME_MS:-150} THREADS=${THREADS:-1,2,16} READS=${READS:-50,90,99,100} \
-      LOCKS=percpu,qrwlock,sharded SECTIONS=throughput $bin --bench 2>/dev/null \
-      | awk -v s=$s -v r=$i -F'|' '$4 ~ /percpu/ {gsub(/ /,"");print r, s, $2, $3, $6, $7}' >> $out/rawpc.txt
-  done
-done
+run_one() { # SIDE BINARY PAIR
+  ROUNDS=1 RUNTIME_MS=${RUNTIME_MS:-150} THREADS=${THREADS:-1,2,16} READS=${READS:-50,90,99,100} \
+    LOCKS=percpu,qrwlock,sharded SECTIONS=throughput $2 --bench 2>/dev/null \
+    | awk -v s=$1 -v r=$3 -F'|' '$4 ~ /percpu/ {gsub(/ /,"");print r, s, $2, $3, $6, $7}'
+}
+ab_pairs percpu_rwlock $out/rawpc.txt run_one
 python3 - $out/rawpc.txt <<'PY'
 import sys, statistics as st, collections
 d=collections.defaultdict(dict)

@@ -6,14 +6,11 @@
 # env: THREADS (2,16), READS (50,95,100). Needs python3.
 set -euo pipefail
 source "$(dirname "$0")/ab_common.sh"
-BA=$(ab_build qrwlock $A); BB=$(ab_build qrwlock $B)
-: > $out/rawrw.txt
-for i in $(seq 1 $R); do
-  if (( i % 2 )); then order="A B"; else order="B A"; fi
-  for s in $order; do bin=$BA; [ $s = B ] && bin=$BB
-    ROUNDS=1 THREADS=${THREADS:-2,16} READS=${READS:-50,95,100} $bin --bench 2>/dev/null | awk -v s=$s -v r=$i -F'|' '$4 ~ /qrwlock/ {gsub(/ /,"");print r, s, $2, $3, $5, $6, $7}' >> $out/rawrw.txt
-  done
-done
+run_one() { # SIDE BINARY PAIR
+  ROUNDS=1 THREADS=${THREADS:-2,16} READS=${READS:-50,95,100} $2 --bench 2>/dev/null \
+    | awk -v s=$1 -v r=$3 -F'|' '$4 ~ /qrwlock/ {gsub(/ /,"");print r, s, $2, $3, $5, $6, $7}'
+}
+ab_pairs qrwlock $out/rawrw.txt run_one
 python3 - $out/rawrw.txt <<'PY'
 import sys, statistics as st, collections
 d=collections.defaultdict(dict)

@@ -8,16 +8,11 @@
 # env: THREADS (1,2,16), RUNTIME_MS (400). Needs python3.
 set -euo pipefail
 source "$(dirname "$0")/ab_common.sh"
-BA=$(ab_build qspinlock $A); BB=$(ab_build qspinlock $B)
-: > $out/raw.txt
-for i in $(seq 1 $R); do
-  if (( i % 2 )); then order="A B"; else order="B A"; fi
-  for s in $order; do
-    bin=$BA; [ $s = B ] && bin=$BB
-    ROUNDS=1 RUNTIME_MS=${RUNTIME_MS:-400} THREADS=${THREADS:-1,2,16} LOCKS=qspinlock $bin --bench 2>/dev/null \
-      | awk -v s=$s -v r=$i -F'|' '$3 ~ /qspinlock/ {gsub(/ /,"");print r, s, $2, $4, $5, $6}' >> $out/raw.txt
-  done
-done
+run_one() { # SIDE BINARY PAIR
+  ROUNDS=1 RUNTIME_MS=${RUNTIME_MS:-400} THREADS=${THREADS:-1,2,16} LOCKS=qspinlock $2 --bench 2>/dev/null \
+    | awk -v s=$1 -v r=$3 -F'|' '$3 ~ /qspinlock/ {gsub(/ /,"");print r, s, $2, $4, $5, $6}'
+}
+ab_pairs qspinlock $out/raw.txt run_one
 python3 - $out/raw.txt <<'PY'
 import sys, statistics as st, collections
 rows=[l.split() for l in open(sys.argv[1])]

@@ -10,20 +10,15 @@
 # RUNTIME_MS (200). Needs python3.
 set -euo pipefail
 source "$(dirname "$0")/ab_common.sh"
-BA=$(ab_build refresh $A); BB=$(ab_build refresh $B)
-: > $out/raw.txt
-for i in $(seq 1 $R); do
-  if (( i % 2 )); then order="A B"; else order="B A"; fi
-  for s in $order; do
-    bin=$BA; [ $s = B ] && bin=$BB
-    ROUNDS=1 RUNTIME_MS=${RUNTIME_MS:-200} THREADS=${THREADS:-2,16} WORK_NS=${WORK_NS:-100,1000} \
-      THINK_NS=${THINK_NS:-0,2000} $bin --bench 2>/dev/null \
-      | awk -v s=$s -v r=$i -F'|' '$5 ~ /lock\+recompute \((qspinlock|pl-mutex)\)/ {
-          v=$5; gsub(/ /,"",v); gsub(/ /,"",$2); gsub(/ /,"",$3); gsub(/ /,"",$4); gsub(/ /,"",$6);
-          print r, s, $2 "/" $3 "/" $4, v, $6}' >> $out/raw.txt
-  done
-done
-python3 - $out/raw.txt <<'PY'
+run_one() { # SIDE BINARY PAIR
+  ROUNDS=1 RUNTIME_MS=${RUNTIME_MS:-200} THREADS=${THREADS:-2,16} WORK_NS=${WORK_NS:-100,1000} \
+    THINK_NS=${THINK_NS:-0,2000} $2 --bench 2>/dev/null \
+    | awk -v s=$1 -v r=$3 -F'|' '$5 ~ /lock\+recompute \((qspinlock|pl-mutex)\)/ {
+        v=$5; gsub(/ /,"",v); gsub(/ /,"",$2); gsub(/ /,"",$3); gsub(/ /,"",$4); gsub(/ /,"",$6);
+        print r, s, $2 "/" $3 "/" $4, v, $6}'
+}
+ab_pairs refresh $out/rawrf.txt run_one
+python3 - $out/rawrf.txt <<'PY'
 import sys, statistics as st, collections
 d=collections.defaultdict(dict)
 for l in open(sys.argv[1]):
