@@ -124,7 +124,8 @@
 //! 1. A thread read-holds the lock iff its slot names the lock with depth
 //!    ≥ 1 and it saw `FAST` set after storing it (fast), or it holds the
 //!    underlying read lock (slow; marked `UNDERLYING` in its slot or its
-//!    thread-local list).
+//!    thread-local list, or only counted in its thread-local
+//!    `CountedReads`: the common inhibited read).
 //! 2. Only a slot's owner thread writes it. Read guards are `!Send`, so the
 //!    unlock happens on that thread; the thread keeps its index until it
 //!    exits with its slot free in every table (else the index is retired).
@@ -157,11 +158,22 @@
 //! - Slow paths and writers inherit Acquire/Release from the underlying lock.
 //!
 //! # Recursive reads
-//! Supported on one thread in any nesting and unlock order: the slot (or
-//! the thread-local list) counts the depth, and a read of a lock the thread
-//! already read-holds never waits. Platforms without per-thread state
-//! (`Platform::with_local`) give slot-less contexts no list: their recursive
-//! reads behave like `QRwLock`'s (they may wait behind a queued writer).
+//! Supported on one thread in any nesting and unlock order, and a read of a
+//! lock the thread already read-holds never waits. A fast read counts its
+//! depth in the slot. A read through the underlying lock is recorded by
+//! lock in the slot or the thread-local list when it had to wait, but the
+//! common inhibited read, which did not, is only counted, per thread
+//! (`CountedReads`): storing to the slot there doubled the cost of an
+//! inhibited read. So a read whose quick attempt fails (a writer holds or
+//! waits), by a thread that holds counted reads, cannot tell whether it
+//! holds *this* lock: it joins the underlying readers past waiting writers
+//! unless a writer is inside, which means it holds none of it (then it
+//! waits as anyone). The price: such a thread may pass a waiting writer of
+//! a lock it does not hold, once per read, as a recursive read would.
+//! Platforms without per-thread state (`Platform::with_local`) record
+//! inhibited reads in the slot, and give slot-less contexts no list: their
+//! recursive reads behave like `QRwLock`'s (they may wait behind a queued
+//! writer).
 //!
 //! # Upgradable reads
 //! An upgradable read takes the underlying lock's upgradable read (it holds
@@ -204,7 +216,7 @@ use crate::events::Events;
 use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qrwlock::QRwCore;
-use crate::reader_table::{ReaderTable, Slot, table_at};
+use crate::reader_table::{ReaderTable, Slot, counted_marker, table_at};
 use crate::sync::atomic::{AtomicU64, Ordering, fence};
 use crate::wait::parking::{park_for, prepare as park_prepare, unpark_all};
 use crate::wait::{Backoff, Deadline, TUNING};
@@ -316,9 +328,11 @@ impl<T, P: Platform> PerCpuRwLockExt<T> for lock_api::RwLock<RawPerCpuRwLock<P>,
     }
 }
 
-/// Guard state of a shared acquisition: the slot the read used, or none
-/// (it holds the underlying read lock, recorded thread-locally). Not
-/// `Send` (unlocking writes the slot, which only its owner thread may do),
+/// Guard state of a shared acquisition: the slot the read used, the marker
+/// slot of a counted read (it holds the underlying read lock, counted
+/// thread-locally), or none (it holds the underlying read lock, recorded in
+/// the thread-local list). Not `Send` (unlocking writes the slot or the
+/// thread-local state, which only its owner thread may do),
 /// but `Sync`: a read guard can be shared with other threads by reference,
 /// as std's and parking_lot's can.
 pub struct PerCpuReadToken {
@@ -344,6 +358,12 @@ impl PerCpuReadToken {
             held: Held::NONE,
             _not_send: PhantomData,
         }
+    }
+    /// A read of the underlying lock recorded only in the thread's count
+    /// (`CountedReads`): it names the marker slot.
+    #[inline]
+    fn counted() -> Self {
+        Self::slot(counted_marker())
     }
 }
 
@@ -444,9 +464,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// underlying lock).
     #[inline]
     fn took_fast_path(token: &PerCpuReadToken) -> bool {
-        token
-            .slot
-            .is_some_and(|s| s.word().load(Ordering::Relaxed) & UNDERLYING == 0)
+        token.slot.is_some_and(|s| {
+            !core::ptr::eq(s, counted_marker())
+                && s.word().load(Ordering::Relaxed) & UNDERLYING == 0
+        })
     }
 
     /// Statistics: whether a read took its slot's fast path or the
@@ -544,22 +565,31 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// `try_lock_shared_fast` in an inhibited state `s`: one call from the
     /// biased fast path (which stays small).
     ///
-    /// The underlying lock's read RMW comes first, the slot after. The
-    /// slot's address is a chain of dependent loads (the state's table
-    /// index, the table, the thread's slot index), and an x86 locked RMW
-    /// does not start before the loads ahead of it in program order have
-    /// completed: slot first, the chain and the RMW add up; RMW first, the
-    /// chain overlaps the RMW. A read that would have to wait (a writer
-    /// holds or waits) takes its increment back and returns `None`: the
-    /// slow path looks for a read this thread already holds before it
-    /// waits. One that got the lock records itself in its free slot, or
-    /// else as `enter_underlying` does (a slot taken by an outer read, of
-    /// this lock or another; holding the lock already, this read needs no
-    /// recursion check).
+    /// The underlying lock's read RMW, then a thread-local count
+    /// (`CountedReads`): nothing else. Recording the read in the slot
+    /// here (a store whose address is a chain of dependent loads: the
+    /// state's table index, the table, the thread's slot index, and its
+    /// clearing at unlock) made an inhibited read and its unlock cost up to
+    /// twice the underlying lock's on x86, where the next locked RMW waits
+    /// for those stores; an update at a fixed offset from the thread
+    /// pointer costs far less (`benches/percpu_rwlock.rs`, section
+    /// "primitives", times the mixed loop). A read that would have to wait (a writer holds
+    /// or waits) takes its increment back and returns `None`: the slow path
+    /// looks for a read this thread already holds before it waits. Where
+    /// the platform has no per-thread state, a read that got the lock
+    /// records itself in its free slot, or else as `enter_underlying` does
+    /// (a slot taken by an outer read, of this lock or another; holding the
+    /// lock already, this read needs no recursion check).
     #[inline(never)]
     fn read_inhibited(&self, s: u64) -> Option<PerCpuReadToken> {
         if !self.inner.try_lock_shared_quick() {
             return None;
+        }
+        if let Some(due) = P::with_local(|l| l.counted_reads.enter(TUNING.pc_clock_every)) {
+            if due {
+                self.reenable_if_due(s);
+            }
+            return Some(PerCpuReadToken::counted());
         }
         let mine = P::reader_slot().and_then(|i| table_of(s).slot(i));
         if let Some(slot) = mine
@@ -712,6 +742,18 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // more, bypassing queued writers.
             self.inner.lock_shared_recursive();
             return Some(PerCpuReadToken::underlying());
+        }
+        // We hold counted reads, maybe of this lock: join its readers past
+        // waiting writers unless a writer is inside (then we hold none of
+        // it, and wait as anyone). See "Recursive reads".
+        if P::with_local(|l| l.counted_reads.any()).unwrap_or(false)
+            && self.inner.try_lock_shared_past_waiters()
+            && let Some(due) = P::with_local(|l| l.counted_reads.enter(TUNING.pc_clock_every))
+        {
+            if due {
+                self.reenable_if_due(s);
+            }
+            return Some(PerCpuReadToken::counted());
         }
         None
     }
@@ -1245,6 +1287,15 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             unsafe { self.unlock_underlying_listed(fair) };
             return;
         };
+        if core::ptr::eq(slot, counted_marker()) {
+            // A counted read: the count, then the underlying read lock (the
+            // count is this thread's alone; no order is needed, and this
+            // one keeps its update off the path between the lock's two
+            // RMWs of the next read).
+            let _ = P::with_local(|l| l.counted_reads.leave());
+            self.unlock_underlying(fair);
+            return;
+        }
         let cur = slot.word().load(Ordering::Relaxed);
         debug_assert_eq!(
             (cur ^ self.state.load(Ordering::Relaxed)) & ID_MASK,
@@ -1453,5 +1504,7 @@ mod held_list {
     }
 }
 
+#[cfg(all(test, loom))]
+mod loom_models;
 #[cfg(all(test, feature = "std", not(loom)))]
 mod tests;

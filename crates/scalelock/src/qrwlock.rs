@@ -289,6 +289,23 @@ impl<P: Platform> QRwCore<P> {
         self.check_reader_overflow(old);
     }
 
+    /// A read by a thread that may already read-hold the lock (it holds
+    /// reads of `PerCpuRwLock`s it did not record by lock): joins the
+    /// count past waiting writers and batches, as `lock_shared_recursive`,
+    /// unless a writer is inside or the count is full; then it takes its
+    /// increment back and returns false (the thread holds no read of this
+    /// lock, invariant 4, and may wait as anyone).
+    #[inline]
+    pub(crate) fn try_lock_shared_past_waiters(&self) -> bool {
+        // Acquire pairs with the Release unlock of the last writer.
+        let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
+        if old & (W_LOCKED | READER_OVERFLOW) == 0 {
+            return true;
+        }
+        self.reader_leave();
+        false
+    }
+
     /// Removes one reader (a release or an undo) and wakes the word waiter
     /// if it may now proceed.
     #[inline]

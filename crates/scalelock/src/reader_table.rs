@@ -647,6 +647,67 @@ impl HeldReads {
     }
 }
 
+/// The reads a context holds through the underlying lock of any per-CPU
+/// rwlock without a record naming the lock: the common inhibited read
+/// (`read_inhibited`), which then costs the underlying read lock and a
+/// thread-local add, with no store to the slot between the lock's two
+/// atomics. Only a count, so a recursive read that finds a writer waiting
+/// cannot tell whether this context holds *that* lock: while the count is
+/// not 0 it joins the readers past waiting writers (only a writer inside
+/// makes it wait; see `percpu_rwlock`, "Recursive reads"). Lives in
+/// `LocalState`; only its context touches it.
+///
+/// One word: the reads held (bits 0..32) and a running count of the
+/// context's counted reads (bits 32..64), whose every `pc_clock_every`-th
+/// looks at the clock to end the inhibition window.
+#[derive(Debug, Default)]
+pub(crate) struct CountedReads(core::cell::Cell<u64>);
+
+impl CountedReads {
+    pub(crate) const fn new() -> Self {
+        Self(core::cell::Cell::new(0))
+    }
+
+    /// One more read held; true on one in `every`, when the caller should
+    /// look at the clock. (The held count cannot reach 2^32 and carry into
+    /// the running count: the underlying lock refuses readers at 2^26.)
+    #[inline(always)]
+    pub(crate) fn enter(&self, every: u32) -> bool {
+        let n = self.0.get().wrapping_add(1 << 32 | 1);
+        self.0.set(n);
+        ((n >> 32) as u32).is_multiple_of(every)
+    }
+
+    /// One read held fewer.
+    #[inline(always)]
+    pub(crate) fn leave(&self) {
+        let n = self.0.get();
+        debug_assert_ne!(n as u32, 0, "a counted read released twice");
+        self.0.set(n.wrapping_sub(1));
+    }
+
+    /// Whether the context holds any counted read.
+    #[inline]
+    pub(crate) fn any(&self) -> bool {
+        self.0.get() as u32 != 0
+    }
+}
+
+/// The slot a read token names when its read is only counted
+/// ([`CountedReads`]): in no table, never written (its word stays 0).
+#[cfg(not(any(loom, shuttle)))]
+static COUNTED: Slot = Slot::new();
+#[cfg(any(loom, shuttle))]
+crate::sync::model_lazy_static! {
+    static ref COUNTED: Slot = Slot::new();
+}
+
+/// The marker slot of counted reads (see [`COUNTED`]).
+#[inline(always)]
+pub(crate) fn counted_marker() -> &'static Slot {
+    &COUNTED
+}
+
 /// Per-thread slot indices for the std platform.
 ///
 /// A thread takes the lowest free index on its first read and gives it back

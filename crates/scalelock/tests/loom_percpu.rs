@@ -2,8 +2,9 @@
 //! revoking writer (including the bias cleared between the reader's slot
 //! store and its re-check, and a writer parking on the reader's slot), the
 //! Xen policy (bias restored at write unlock), slow readers re-enabling the
-//! bias, recursive reads during a revocation, and slot fallback (a second
-//! lock of the same table read through the underlying lock). Under loom
+//! bias, recursive reads during a revocation, slot fallback (a second
+//! lock of the same table read through the underlying lock), and counted
+//! (inhibited) reads against a writer of another lock. Under loom
 //! `Platform::light_fence` is a SeqCst fence, `now_ns()` is 0 (inhibition
 //! windows end at once) and each model thread has its own slot.
 //!
@@ -169,6 +170,33 @@ fn slot_fallback_vs_writer() {
         b.write();
         r.join().unwrap();
         assert_eq!(b.read(), 1);
+    });
+}
+
+/// A counted read (an inhibited read recorded only in the thread's count)
+/// of `a` does not let its thread join `b`'s readers while a writer is
+/// inside `b` (loom reports the data race). The counted read that passes a
+/// writer waiting for it is modelled in `percpu_rwlock::loom_models`.
+#[test]
+fn counted_read_vs_writer_of_another_lock() {
+    loom::model(|| {
+        let t = table(9);
+        let a = Shared::new(RawPerCpuRwLock::with_table(t));
+        let b = Shared::new(RawPerCpuRwLock::with_table(t));
+        a.write();
+        b.write();
+        let r = {
+            let (a, b) = (a.clone(), b.clone());
+            thread::spawn(move || {
+                let ta = a.lock.lock_shared();
+                let _ = b.read();
+                // SAFETY: from `lock_shared` above, on this thread.
+                unsafe { a.lock.unlock_shared(ta) };
+            })
+        };
+        b.write();
+        r.join().unwrap();
+        assert_eq!(b.read(), 2);
     });
 }
 

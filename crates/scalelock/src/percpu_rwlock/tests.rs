@@ -117,9 +117,36 @@ static OTHER: ReaderTable = ReaderTable::new();
 static BRAVO: ReaderTable = ReaderTable::with_inhibition(9);
 
 fn fast(token: &PerCpuReadToken) -> bool {
+    RawPerCpuRwLock::<TestPlatform>::took_fast_path(token)
+}
+
+/// Whether a read is only counted (`CountedReads`): an inhibited read.
+fn counted(token: &PerCpuReadToken) -> bool {
     token
         .slot
-        .is_some_and(|s| s.word().load(O::Relaxed) & UNDERLYING == 0)
+        .is_some_and(|s| core::ptr::eq(s, counted_marker()))
+}
+
+/// A lock on table `table`, left inhibited by two writes back to back (see
+/// `default_table_inhibits_after_a_revocation`; on the real clock, so the
+/// pair is repeated until no preemption came between them). The window
+/// lasts at least a revocation's cost times the table's multiplier, and a
+/// thread's first counted reads do not look at the clock, so the caller's
+/// next few reads find it inhibited.
+fn inhibited(table: &'static ReaderTable) -> Raw {
+    let raw = Raw::with_table(table);
+    for _ in 0..100 {
+        for _ in 0..2 {
+            let w = raw.lock_exclusive();
+            // SAFETY: from `lock_exclusive` above.
+            unsafe { raw.unlock_exclusive(w) };
+        }
+        // (`SYM` may stay set: dense symmetric writes inhibit too.)
+        if raw.state.load(O::Relaxed) & FAST == 0 {
+            return raw;
+        }
+    }
+    panic!("two writes back to back never inhibited the bias");
 }
 
 #[test]
@@ -583,6 +610,69 @@ fn recursion_through_underlying_lock_passes_a_queued_writer() {
     }
     writer.join().unwrap();
     assert!(!b.is_locked());
+}
+
+/// An inhibited read is only counted, in the thread's `CountedReads`: its
+/// slot stays free (a nested biased read of another lock can use it), and a
+/// read of it again while a writer waits for the first one joins past that
+/// writer; but a counted read of one lock does not let the thread join
+/// another lock while a writer is inside it.
+#[test]
+fn counted_reads_pass_a_waiting_writer_but_not_one_inside() {
+    if cfg!(miri) {
+        return;
+    }
+    static COUNTED_B: ReaderTable = ReaderTable::new();
+    static COUNTED_C: ReaderTable = ReaderTable::new();
+    let b = Arc::new(inhibited(&COUNTED_B));
+    let c = Arc::new(inhibited(&COUNTED_C));
+    let tb1 = b.lock_shared();
+    assert!(counted(&tb1) && !fast(&tb1), "an inhibited read is counted");
+    assert!(b.is_locked() && b.try_lock_exclusive().is_none());
+    // A writer queues on `b` (it waits for our first read)...
+    let writer = {
+        let b = b.clone();
+        thread::spawn(move || {
+            let w = b.lock_exclusive();
+            // SAFETY: from `lock_exclusive` above.
+            unsafe { b.unlock_exclusive(w) };
+        })
+    };
+    while !format!("{:?}", b.inner).contains("write_waiting: true") {
+        thread::yield_now();
+    }
+    // ... and our second read passes it instead of waiting for it.
+    let tb2 = b.lock_shared();
+    assert!(counted(&tb2));
+    // A writer inside `c`: our read of `c` waits for it to leave, although
+    // the thread holds counted reads.
+    let phase = Arc::new(AtomicUsize::new(0));
+    let inside = {
+        let (c, phase) = (c.clone(), phase.clone());
+        thread::spawn(move || {
+            let w = c.lock_exclusive();
+            phase.store(1, O::SeqCst);
+            thread::sleep(std::time::Duration::from_millis(30));
+            phase.store(2, O::SeqCst);
+            // SAFETY: from `lock_exclusive` above.
+            unsafe { c.unlock_exclusive(w) };
+        })
+    };
+    while phase.load(O::SeqCst) == 0 {
+        thread::yield_now();
+    }
+    let tc = c.lock_shared();
+    assert_eq!(phase.load(O::SeqCst), 2, "read while a writer was inside");
+    // SAFETY: tokens from these locks on this thread, in any order.
+    unsafe {
+        b.unlock_shared(tb1);
+        c.unlock_shared(tc);
+        b.unlock_shared(tb2);
+    }
+    writer.join().unwrap();
+    inside.join().unwrap();
+    assert!(!b.is_locked() && !c.is_locked());
+    assert!(!crate::platform::StdPlatform::with_local(|l| l.counted_reads.any()).unwrap());
 }
 
 /// A lock may not use a table that serves locks of another platform: slot

@@ -83,6 +83,7 @@ pub type DefaultPlatform = ShuttlePlatform;
 pub struct LocalState {
     pub(crate) handed_off: crate::wait::batch::HandedOff,
     pub(crate) held_reads: crate::reader_table::HeldReads,
+    pub(crate) counted_reads: crate::reader_table::CountedReads,
 }
 
 impl LocalState {
@@ -91,6 +92,7 @@ impl LocalState {
         Self {
             handed_off: crate::wait::batch::HandedOff::new(),
             held_reads: crate::reader_table::HeldReads::new(),
+            counted_reads: crate::reader_table::CountedReads::new(),
         }
     }
 }
