@@ -566,15 +566,15 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// biased fast path (which stays small).
     ///
     /// The underlying lock's read RMW, then a thread-local count
-    /// (`CountedReads`): nothing else. Recording the read in the slot
-    /// here (a store whose address is a chain of dependent loads: the
-    /// state's table index, the table, the thread's slot index, and its
-    /// clearing at unlock) made an inhibited read and its unlock cost up to
-    /// twice the underlying lock's on x86, where the next locked RMW waits
-    /// for those stores; an update at a fixed offset from the thread
-    /// pointer costs far less (`benches/percpu_rwlock.rs`, section
-    /// "primitives", times the mixed loop). A read that would have to wait (a writer holds
-    /// or waits) takes its increment back and returns `None`: the slow path
+    /// (`count_read`): nothing else. Recording the read in the slot here (a
+    /// store whose address is a chain of dependent loads: the state's table
+    /// index, the table, the thread's slot index; and its clearing at
+    /// unlock) made an inhibited read and its unlock cost up to twice the
+    /// underlying lock's on x86, where the next locked RMW waits for those
+    /// stores; an update at a fixed offset from the thread pointer costs far
+    /// less (`benches/percpu_rwlock.rs`, section "primitives", times the
+    /// mixed loop). A read that would have to wait (a writer holds or
+    /// waits) takes its increment back and returns `None`: the slow path
     /// looks for a read this thread already holds before it waits. Where
     /// the platform has no per-thread state, a read that got the lock
     /// records itself in its free slot, or else as `enter_underlying` does
@@ -585,11 +585,8 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if !self.inner.try_lock_shared_quick() {
             return None;
         }
-        if let Some(due) = P::with_local(|l| l.counted_reads.enter(TUNING.pc_clock_every)) {
-            if due {
-                self.reenable_if_due(s);
-            }
-            return Some(PerCpuReadToken::counted());
+        if let Some(token) = self.count_read(s) {
+            return Some(token);
         }
         let mine = P::reader_slot().and_then(|i| table_of(s).slot(i));
         if let Some(slot) = mine
@@ -748,14 +745,26 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // it, and wait as anyone). See "Recursive reads".
         if P::with_local(|l| l.counted_reads.any()).unwrap_or(false)
             && self.inner.try_lock_shared_past_waiters()
-            && let Some(due) = P::with_local(|l| l.counted_reads.enter(TUNING.pc_clock_every))
         {
-            if due {
-                self.reenable_if_due(s);
-            }
-            return Some(PerCpuReadToken::counted());
+            return Some(
+                self.count_read(s)
+                    .unwrap_or_else(|| self.enter_underlying(mine)),
+            );
         }
         None
+    }
+
+    /// Holding the underlying read lock (taken in state `s`): counts the
+    /// read in the thread's `CountedReads` and, on one read in
+    /// `pc_clock_every`, re-enables the bias if the inhibition window is
+    /// over. `None` (nothing counted) where the platform has no per-thread
+    /// state.
+    #[inline(always)]
+    fn count_read(&self, s: u64) -> Option<PerCpuReadToken> {
+        if P::with_local(|l| l.counted_reads.enter(TUNING.pc_clock_every))? {
+            self.reenable_if_due(s);
+        }
+        Some(PerCpuReadToken::counted())
     }
 
     /// This thread's slot in the lock's table (free or not), if it has one.
