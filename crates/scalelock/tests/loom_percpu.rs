@@ -150,14 +150,18 @@ fn recursive_read_vs_writer() {
     });
 }
 
-/// Slot fallback: the reader holds `a` on its slot, so its read of `b` (same
-/// table) goes through `b`'s underlying lock, while a writer writes `b`.
-#[test]
-fn slot_fallback_vs_writer() {
-    loom::model(|| {
-        let t = table(0);
+/// The reader holds a read of `a` and reads `b` (same table) while a writer
+/// writes `b`; both locks are written `writes_before` times first (with
+/// BRAVO inhibition, one write leaves a lock inhibited).
+fn read_b_holding_a_vs_writer_of_b(inhibit: u8, writes_before: usize) {
+    loom::model(move || {
+        let t = table(inhibit);
         let a = Shared::new(RawPerCpuRwLock::with_table(t));
         let b = Shared::new(RawPerCpuRwLock::with_table(t));
+        for _ in 0..writes_before {
+            a.write();
+            b.write();
+        }
         let r = {
             let (a, b) = (a.clone(), b.clone());
             thread::spawn(move || {
@@ -169,8 +173,15 @@ fn slot_fallback_vs_writer() {
         };
         b.write();
         r.join().unwrap();
-        assert_eq!(b.read(), 1);
+        assert_eq!(b.read(), writes_before + 1);
     });
+}
+
+/// Slot fallback: the reader holds `a` on its slot, so its read of `b` (same
+/// table) goes through `b`'s underlying lock, while a writer writes `b`.
+#[test]
+fn slot_fallback_vs_writer() {
+    read_b_holding_a_vs_writer_of_b(0, 0);
 }
 
 /// A counted read (an inhibited read recorded only in the thread's count)
@@ -179,25 +190,7 @@ fn slot_fallback_vs_writer() {
 /// writer waiting for it is modelled in `percpu_rwlock::loom_models`.
 #[test]
 fn counted_read_vs_writer_of_another_lock() {
-    loom::model(|| {
-        let t = table(9);
-        let a = Shared::new(RawPerCpuRwLock::with_table(t));
-        let b = Shared::new(RawPerCpuRwLock::with_table(t));
-        a.write();
-        b.write();
-        let r = {
-            let (a, b) = (a.clone(), b.clone());
-            thread::spawn(move || {
-                let ta = a.lock.lock_shared();
-                let _ = b.read();
-                // SAFETY: from `lock_shared` above, on this thread.
-                unsafe { a.lock.unlock_shared(ta) };
-            })
-        };
-        b.write();
-        r.join().unwrap();
-        assert_eq!(b.read(), 2);
-    });
+    read_b_holding_a_vs_writer_of_b(9, 1);
 }
 
 /// BRAVO: after the writer revoked, a slow reader (window over at once
