@@ -530,17 +530,25 @@ impl<P: Platform> RawPerCpuRwLock<P> {
 
     /// The common read paths, none of which waits: biased or symmetric,
     /// the slot (free); inhibited, the underlying lock if it is free of
-    /// writers, recorded in the slot. `None` means take the slow path. The
-    /// biased read is inlined into the caller; the other modes are one call
-    /// away.
+    /// writers, recorded in the slot. `None` means take the slow path.
     #[inline(always)]
     fn try_lock_shared_fast(&self) -> Option<PerCpuReadToken> {
+        if let Some(slot) = self.try_read_biased() {
+            return Some(PerCpuReadToken::slot(slot));
+        }
+        self.try_read_unbiased()
+    }
+
+    /// The biased read, inline in the caller: `None` in any other mode,
+    /// or if the slot is busy or a writer is revoking. It is kept to one
+    /// call site for everything else (`lock_shared_other`, or the caller's
+    /// own slow path), so that a read and its guard's release stay small
+    /// enough for the compiler to inline into the reading loop.
+    #[inline(always)]
+    fn try_read_biased(&self) -> Option<&'static Slot> {
         let s = self.state.load(Ordering::Relaxed);
         if s & (FAST | SYM) != FAST || s & ID_MASK == 0 {
-            if s & FAST == 0 && s & ID_MASK != 0 {
-                return self.read_inhibited(s);
-            }
-            return self.try_lock_shared_symmetric(s);
+            return None;
         }
         let slot = table_of(s).slot(P::reader_slot()?)?;
         if slot.word().load(Ordering::Relaxed) != 0 {
@@ -555,15 +563,36 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         P::light_fence_asymmetric();
         // Acquire pairs with the Release RMW that last set FAST.
         if self.state.load(Ordering::Acquire) & FAST != 0 {
-            return Some(PerCpuReadToken::slot(slot));
+            return Some(slot);
         }
-        // A writer is revoking: step aside and queue on the inner lock.
-        release_slot::<P>(slot, true);
+        // A writer is revoking: step aside (the caller queues on the inner
+        // lock).
+        step_aside::<P>(slot);
         None
     }
 
-    /// `try_lock_shared_fast` in an inhibited state `s`: one call from the
-    /// biased fast path (which stays small).
+    /// `try_lock_shared_fast` once the biased read did not get the lock:
+    /// the symmetric or the inhibited read, or `None`.
+    #[inline(always)]
+    fn try_read_unbiased(&self) -> Option<PerCpuReadToken> {
+        let s = self.state.load(Ordering::Relaxed);
+        if s & FAST == 0 && s & ID_MASK != 0 {
+            return self.read_inhibited(s);
+        }
+        self.try_lock_shared_symmetric(s)
+    }
+
+    /// `lock_shared` once the biased read did not get the lock: the other
+    /// modes, then the slow path. One call from the inline read.
+    #[inline(never)]
+    fn lock_shared_other(&self) -> PerCpuReadToken {
+        match self.try_read_unbiased() {
+            Some(token) => token,
+            None => self.lock_shared_slow(|| {}),
+        }
+    }
+
+    /// `try_lock_shared_fast` in an inhibited state `s`.
     ///
     /// The underlying lock's read RMW, then a thread-local count
     /// (`count_read`): nothing else. Recording the read in the slot here (a
@@ -580,7 +609,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// records itself in its free slot, or else as `enter_underlying` does
     /// (a slot taken by an outer read, of this lock or another; holding the
     /// lock already, this read needs no recursion check).
-    #[inline(never)]
+    #[inline]
     fn read_inhibited(&self, s: u64) -> Option<PerCpuReadToken> {
         if !self.inner.try_lock_shared_quick() {
             return None;
@@ -1070,7 +1099,16 @@ fn release_slot<P: Platform>(slot: &'static Slot, biased: bool) {
     }
 }
 
+/// A biased read that found a writer revoking: clears its slot (and wakes
+/// the writer if it sleeps on it).
 #[cold]
+#[inline(never)]
+fn step_aside<P: Platform>(slot: &'static Slot) {
+    release_slot::<P>(slot, true);
+}
+
+#[cold]
+#[inline(never)]
 fn wake_slot<P: Platform>(slot: &'static Slot) {
     unpark_all::<P>(slot.park_addr());
 }
@@ -1169,9 +1207,9 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         }
         // Unrecorded, so only the slot comes from the read paths (merging
         // whole tokens, hold state included, costs stack copies here).
-        let slot = match self.try_lock_shared_fast() {
-            Some(token) => token.slot,
-            None => self.lock_shared_slow(|| {}).slot,
+        let slot = match self.try_read_biased() {
+            Some(slot) => Some(slot),
+            None => self.lock_shared_other().slot,
         };
         PerCpuReadToken {
             slot,
@@ -1290,6 +1328,30 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// The caller holds that read of this lock.
     #[inline(always)]
     unsafe fn release_read(&self, slot: Option<&'static Slot>, fair: bool) {
+        // The biased read's release inline (the read guard's drop then
+        // inlines into the caller); every other read's one call away.
+        if let Some(slot) = slot {
+            let cur = slot.word().load(Ordering::Relaxed);
+            if cur & (DEPTH_MASK | UNDERLYING | BIASED) == ONE_DEPTH | BIASED {
+                debug_assert_eq!(
+                    (cur ^ self.state.load(Ordering::Relaxed)) & ID_MASK,
+                    0,
+                    "read token names another lock's slot"
+                );
+                release_slot::<P>(slot, true);
+                return;
+            }
+        }
+        // SAFETY: the caller's contract.
+        unsafe { self.release_other_read(slot, fair) };
+    }
+
+    /// `release_read` of any read but a biased one at depth 1.
+    ///
+    /// # Safety
+    /// As `release_read`.
+    #[inline(never)]
+    unsafe fn release_other_read(&self, slot: Option<&'static Slot>, fair: bool) {
         let Some(slot) = slot else {
             // SAFETY: a token without a slot holds the underlying read lock,
             // whose guard state is the stateless `GuardSend`.
