@@ -114,7 +114,11 @@ pub(crate) struct Tuning {
     /// A revocation after the bias was on for at least this many
     /// revocation costs brings the bias back at unlock, with no inhibition
     /// window: revoking at writes this sparse costs at most this fraction
-    /// (1/n) of the time.
+    /// (1/n) of the time, while a read on the underlying lock costs about
+    /// twice a biased one even with no other reader (an RMW and its
+    /// release against a store and a load). At 8, one thread writing every
+    /// 1000th op lost the bias at each write, because the biased reads
+    /// between two writes took a few microseconds, under 8 revocations.
     pub pc_keep_factor: u64,
     /// A revocation within this many revocation costs of the bias coming
     /// back doubles the class's inhibition multiplier.
@@ -180,7 +184,7 @@ const NATIVE: Tuning = Tuning {
     pc_clock_every: 64,
     pc_sym_cost_ns: 2_000,
     pc_sym_probe: 64,
-    pc_keep_factor: 8,
+    pc_keep_factor: 4,
     pc_wasted_factor: 4,
     pc_dense_ns: 300,
     pc_dense_window_ns: 1_000_000,
