@@ -57,8 +57,10 @@
 //!     quickly and shrinks when it does not; a slow reader re-enables the
 //!     bias once the window is over (reading the clock on one slow read in
 //!     `pc_clock_every`).
-//! - from **symmetric**: writes closer together than `pc_dense_ns` go
-//!   **inhibited** (with `SYM` kept, so the bias comes back symmetric);
+//! - from **symmetric**: writes closer together than `pc_dense_ns` on
+//!   average (the class's, over the last few gaps) go **inhibited** for
+//!   `pc_dense_window_ns` (with `SYM` kept, so the bias comes back
+//!   symmetric);
 //!   writes further apart than `pc_rare_ns`, or than `pc_keep_factor`
 //!   heavy fences (the cheaper of the class's last two), and one symmetric
 //!   revocation in `pc_sym_probe` (to measure the heavy fence again), go
@@ -961,7 +963,13 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
         // Symmetric: decide by the time since the previous write.
         let gap = since_stamp(old, now);
-        if gap >= 0 && (gap as u64) < TUNING.pc_dense_ns {
+        // A gap beyond the stamp's range counts as `pc_rare_ns`.
+        let average = table.sym_gap_average(if gap < 0 {
+            TUNING.pc_rare_ns
+        } else {
+            gap as u64
+        });
+        if average < TUNING.pc_dense_ns {
             // Dense writes: readers go to the underlying lock for a while,
             // and come back symmetric.
             return Some(keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns));
