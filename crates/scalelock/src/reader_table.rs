@@ -46,8 +46,9 @@
 //!
 //! # Class statistics
 //! A table also keeps what its writers learn about the class (the cost of
-//! the last revocation, the current inhibition multiplier), from which each
-//! write chooses how readers read next (see `percpu_rwlock`, "Modes").
+//! the last revocation, the current inhibition multiplier, the average gap
+//! between symmetric writes), from which each write chooses how readers
+//! read next (see `percpu_rwlock`, "Modes").
 //!
 //! [`Platform::reader_slot`]: crate::platform::Platform::reader_slot
 //! [`Platform::reader_slot_bound`]: crate::platform::Platform::reader_slot_bound
