@@ -503,7 +503,7 @@ fn symmetric_mode_returns_to_the_bias_when_writes_thin_out() {
 /// writes does.
 #[test]
 fn one_close_pair_of_symmetric_writes_is_not_a_dense_phase() {
-    let table: &'static ReaderTable = Box::leak(Box::new(ReaderTable::new()));
+    let table = ReaderTable::new();
     let sparse = 4 * TUNING.pc_dense_ns;
     for _ in 0..16 {
         table.sym_gap_average(sparse);
@@ -518,7 +518,7 @@ fn one_close_pair_of_symmetric_writes_is_not_a_dense_phase() {
         "close writes in a row: {average} ns"
     );
     // The first gap a table sees is its average.
-    let fresh: &'static ReaderTable = Box::leak(Box::new(ReaderTable::new()));
+    let fresh = ReaderTable::new();
     assert_eq!(fresh.sym_gap_average(7), 7);
 }
 
