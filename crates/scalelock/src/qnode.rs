@@ -20,6 +20,7 @@
 use core::num::NonZeroU16;
 
 use crate::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::wait::BatchDebt;
 
 /// The node's owner is queued behind another waiter.
 pub(crate) const NODE_WAITING: u32 = 0;
@@ -74,6 +75,15 @@ pub struct QNode {
     /// owner's wait is timed from then, not from when it woke up. Written by
     /// the predecessor before its `state` Release.
     pub(crate) since: AtomicU64,
+    /// Raw `NodeIndex` of the predecessor that made this node head by
+    /// acquiring the lock (0: made head by one that gave up), written with
+    /// `since`: the owner settles that holder's batch in its `debt` when it
+    /// takes the lock over.
+    pub(crate) made_by: AtomicU32,
+    /// How much longer than a batch this node's owner held locks lately
+    /// (see `wait::batch`). Written by the waiters that end its batches,
+    /// read by them when they set one; `reset` keeps it.
+    pub(crate) debt: BatchDebt,
     /// Statistics only: the node's place in the order of arrival of its
     /// queue (its predecessor's plus one, 1 with none; 0 until set), from
     /// which a new queue head reads the queue's depth (`qspinlock/queue.rs`).
@@ -90,6 +100,8 @@ impl QNode {
             next: AtomicU32::new(0),
             prev: AtomicU32::new(0),
             since: AtomicU64::new(0),
+            made_by: AtomicU32::new(0),
+            debt: BatchDebt::new(),
             #[cfg(feature = "stats")]
             seq: AtomicU32::new(0),
         }
@@ -103,6 +115,8 @@ impl QNode {
             next: AtomicU32::new(0),
             prev: AtomicU32::new(0),
             since: AtomicU64::new(0),
+            made_by: AtomicU32::new(0),
+            debt: BatchDebt::new(),
             #[cfg(feature = "stats")]
             seq: AtomicU32::new(0),
         }

@@ -136,6 +136,18 @@
 //! - Queued waiters sleep on their own nodes: a preempted queued waiter
 //!   delays nobody until it becomes head, and by then it has a batch to
 //!   get going.
+//! - A head woken late runs its predecessor's batch long: a thread woken
+//!   from a busy CPU is often queued on that CPU (behind the new holder,
+//!   which has just started its time slice) until its next tick, while the
+//!   other CPU goes idle. So a new holder that took the lock by a hand-off
+//!   (`RESERVED`: the old holder was running a tight loop) yields once
+//!   after waking its successor, which then runs at once, and the holder
+//!   gets the CPU back when the successor goes to sleep for the batch
+//!   (where the successor was woken on an idle CPU, the yield returns at
+//!   once). And every batch a head ends is settled in the holder's *batch
+//!   debt* (`wait::batch::BatchDebt`): a holder whose batches ran long
+//!   gets shorter ones until it has paid, so that the threads' shares even
+//!   out when wake-ups are late for any reason.
 //! - A word waiter that is not running when its batch ends does not reserve
 //!   the lock: it claims it only when it runs again, and the running threads
 //!   use the lock meanwhile. If it stops running after claiming, a spinning
@@ -229,6 +241,15 @@ const HEAD_PARKED: u8 = 1 << 2;
 /// A release committed to reserving the lock for the word waiter, which can
 /// no longer give up (see the module docs).
 const GRANTED: u8 = 1 << 3;
+
+/// What a waiter made head by its predecessor knows of the batch it waits
+/// out: when it started, and whose it is (the predecessor's node, if it
+/// acquired the lock; `None` if it gave up).
+#[derive(Clone, Copy)]
+pub(crate) struct MadeHead {
+    since: u64,
+    by: Option<NodeIndex>,
+}
 
 /// The lock itself, without statistics or lockdep: the word described in
 /// the module documentation. [`RawQSpinLock`] is this plus a lock class and
@@ -407,7 +428,8 @@ impl<P: Platform> QSpinCore<P> {
 
     /// The word waiter's loop: owns `PENDING`. `queue` is our queue node if
     /// a successor is linked behind it (we take it from there at the end);
-    /// `since` is when our batch started (made head by our predecessor).
+    /// `head` says when the holder's batch started and whose it is, if our
+    /// predecessor made us head.
     /// Returns true holding the lock, with `PENDING`,
     /// `HANDOFF`, `GRANTED` and `HEAD_PARKED` cleared and our successor (if
     /// any) made head and word waiter; false once `deadline` passed and we
@@ -415,19 +437,25 @@ impl<P: Platform> QSpinCore<P> {
     fn wait_as_pending(
         &self,
         mut queue: Option<NodeIndex>,
-        since: Option<u64>,
+        head: Option<MadeHead>,
         deadline: Deadline,
         ev: Events,
     ) -> bool {
-        let mut batch = match since {
-            Some(t) => BatchClock::since(t),
+        let mut batch = match head {
+            Some(h) => BatchClock::since(h.since),
             None => BatchClock::start::<P>(),
         };
+        // The holder's batch: shorter if it owes batch time (`wait::batch`).
+        let holder = head.and_then(|h| h.by);
+        let batch_ns = holder.map_or(TUNING.batch_ns, |n| P::node(n).debt.batch_ns(self.addr()));
         let mut quiet = QuietPoll::new();
         // Once we set HANDOFF: the clock of our wait for the holder.
         let mut claimed: Option<BatchClock> = None;
         // Our successor, once taken from our node (`give_up_pending`).
         let mut successor = None;
+        // Whether we took the lock by a hand-off (the holder was running a
+        // tight loop): our successor then gets our CPU once (`make_head`).
+        let mut handed = false;
         loop {
             // Our ticket, before we look: a reserving release after this
             // (a fair unlock) ends our quiet sleep below.
@@ -438,6 +466,7 @@ impl<P: Platform> QSpinCore<P> {
                     let taken = self.take(RESERVED);
                     if taken {
                         ev.handoff();
+                        handed = true;
                     }
                     taken
                 }
@@ -463,7 +492,7 @@ impl<P: Platform> QSpinCore<P> {
             }
             let left = deadline.remaining_ns::<P>();
             match &mut claimed {
-                None => match batch.remaining_ns::<P>(TUNING.batch_ns, TUNING.batch_polls) {
+                None => match batch.remaining_ns::<P>(batch_ns, TUNING.batch_polls) {
                     // The batch is over: claim the next release. Relaxed: a
                     // request; the lock passes by the release store and our
                     // Acquire cmpxchg.
@@ -496,6 +525,12 @@ impl<P: Platform> QSpinCore<P> {
                 }
             }
         }
+        if let (Some(h), Some(n)) = (head, holder) {
+            // The holder's batch ends here: settle it in its debt.
+            P::node(n)
+                .debt
+                .settle(self.addr(), P::now_ns().saturating_sub(h.since));
+        }
         if let Some(index) = queue {
             successor = self.take_successor(index);
         }
@@ -516,7 +551,7 @@ impl<P: Platform> QSpinCore<P> {
         if let Some(next) = successor {
             // Our successor is queue head and word waiter now: it has our
             // whole batch to wake up, timed from now.
-            Self::make_head(next);
+            Self::make_head(next, queue, handed);
         }
         true
     }
@@ -557,7 +592,7 @@ impl<P: Platform> QSpinCore<P> {
             parking::unpark_all::<P>(self.addr());
         }
         if let Some(next) = successor.take() {
-            Self::make_head(next);
+            Self::make_head(next, None, false);
         }
         true
     }

@@ -45,7 +45,7 @@ use crate::qnode::{NODE_FIRST, NODE_HEAD, NODE_PARKED, NODE_WAITING, NodeIndex};
 use crate::sync::atomic::Ordering;
 use crate::wait::{Backoff, Deadline, TUNING, parking};
 
-use super::{HEAD_PARKED, PENDING, QSpinCore};
+use super::{HEAD_PARKED, MadeHead, PENDING, QSpinCore};
 
 /// The node index a link or the tail holds (0: none).
 #[inline]
@@ -102,10 +102,14 @@ impl<P: Platform> QSpinCore<P> {
         deadline: Deadline,
         ev: Events,
     ) -> bool {
-        let since = if signal == NODE_HEAD {
+        let head = if signal == NODE_HEAD {
             // Written before the predecessor's Release signal, which our
             // Acquire load of the state saw.
-            Some(P::node(index).since.load(Ordering::Relaxed))
+            let node = P::node(index);
+            Some(MadeHead {
+                since: node.since.load(Ordering::Relaxed),
+                by: index_of(node.made_by.load(Ordering::Relaxed)),
+            })
         } else {
             if !self.become_pending_as_head(deadline, ev) {
                 // Nobody signals a first waiter: leave from here.
@@ -117,7 +121,7 @@ impl<P: Platform> QSpinCore<P> {
         #[cfg(feature = "stats")]
         self.report_queue_depth(index, ev);
         let queue = self.settle_successor(index).then_some(index);
-        self.wait_as_pending(queue, since, deadline, ev)
+        self.wait_as_pending(queue, head, deadline, ev)
     }
 
     /// Statistics: a new queue head (we, `index`, own `PENDING`) reports
@@ -346,13 +350,26 @@ impl<P: Platform> QSpinCore<P> {
     }
 
     /// Makes `next` (taken with `take_successor`) head and word waiter: it
-    /// owns `PENDING` from here, and its batch is timed from now.
-    pub(super) fn make_head(next: NodeIndex) {
+    /// owns `PENDING` from here, and its batch is timed from now. `by` is
+    /// our node if we acquired the lock (the batch that starts now is ours,
+    /// and `next` settles it in our debt), `None` if we gave up. With
+    /// `yield_after` (we took the lock by a hand-off), a sleeping `next` is
+    /// woken and then given our CPU once (see "Preemption" in the module
+    /// docs of `qspinlock`).
+    pub(super) fn make_head(next: NodeIndex, by: Option<NodeIndex>, yield_after: bool) {
         let node = P::node(next);
         node.since.store(P::now_ns(), Ordering::Relaxed);
+        node.made_by
+            .store(by.map_or(0, |b| u32::from(b.get())), Ordering::Relaxed);
         // Release pairs with its Acquire state load (`since` above is seen).
         if node.state.swap(NODE_HEAD, Ordering::Release) == NODE_PARKED {
             P::wake_one(&node.state);
+            if yield_after {
+                // A woken thread is often queued on the waker's CPU, and
+                // would wait there for a tick while our batch runs on.
+                // (Where it found an idle CPU, this returns at once.)
+                P::yield_now();
+            }
         }
     }
 

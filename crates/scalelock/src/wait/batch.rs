@@ -26,13 +26,30 @@
 //! spinning, or it would take the lock back whenever it finds it free
 //! between the new holder's acquisitions.
 //!
+//! # Batch debt: equal shares when wake-ups are late
+//! A batch is timed by the word waiter, and a word waiter made head by a
+//! hand-off is woken then: if the scheduler runs it late (measured here: a
+//! thread woken from a busy CPU often waits for that CPU's next tick, up to
+//! 4 ms, while the other CPU goes idle), the holder's batch runs that much
+//! longer, and with 16 threads on 2 CPUs a quarter of the batches did, so
+//! that some threads held the lock twice as long as others over a run.
+//! Every thread's queue node therefore keeps a [`BatchDebt`], after deficit
+//! round robin: the waiter that ends a batch it was made head for adds the
+//! time the batch ran beyond `batch_ns` to the holder's debt (or takes back
+//! what it ran short), and a waiter grants a holder that owes a shorter
+//! batch (down to `batch_min_ns`), until it is paid. The debt names the
+//! lock it is owed on, so a debt on one lock does not shorten batches on
+//! another.
+//!
 //! A word waiter that is not running when the lock is reserved for it
 //! delays nobody for long: a spinning contender takes a reserved lock after
 //! `qs_steal_ns`, and its own release reserves it again.
 
 use core::cell::Cell;
 
+use super::TUNING;
 use crate::platform::Platform;
+use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// A waiter's clock: when it started waiting, and polls (the bound on
 /// platforms without a clock).
@@ -102,4 +119,116 @@ pub(crate) fn handing_off<P: Platform>(lock: usize) {
 #[inline]
 pub(crate) fn just_handed_off<P: Platform>(lock: usize) -> bool {
     P::with_local(|l| l.handed_off.lock.replace(0) == lock).unwrap_or(false)
+}
+
+/// A thread's batch debt (see the module docs), kept in its queue node.
+///
+/// Relaxed throughout: a scheduling hint, not a protocol. A holder's debt on
+/// a lock is settled by the waiter that ends its batch, one after another
+/// through the lock's hand-offs; a thread that holds two locks at once and
+/// is handed off from both at the same moment may lose one settlement,
+/// which costs one batch its length, nothing else.
+#[derive(Debug)]
+pub(crate) struct BatchDebt {
+    /// The lock the debt is owed on (its address; 0: none).
+    lock: AtomicUsize,
+    /// Nanoseconds owed, at most `batch_debt_max_ns`.
+    ns: AtomicU64,
+}
+
+impl BatchDebt {
+    /// No debt.
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        Self {
+            lock: AtomicUsize::new(0),
+            ns: AtomicU64::new(0),
+        }
+    }
+
+    /// No debt.
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
+        Self {
+            lock: AtomicUsize::new(0),
+            ns: AtomicU64::new(0),
+        }
+    }
+
+    /// What the holder owes on `lock`.
+    #[inline]
+    fn owed(&self, lock: usize) -> u64 {
+        if self.lock.load(Ordering::Relaxed) == lock {
+            self.ns.load(Ordering::Relaxed)
+        } else {
+            0
+        }
+    }
+
+    /// The batch a word waiter grants a holder that owes this debt on
+    /// `lock`: `batch_ns` less the debt, at least `batch_min_ns`.
+    #[inline]
+    pub(crate) fn batch_ns(&self, lock: usize) -> u64 {
+        let floor = TUNING.batch_min_ns.min(TUNING.batch_ns);
+        TUNING.batch_ns - self.owed(lock).min(TUNING.batch_ns - floor)
+    }
+
+    /// Settles one batch on `lock` that ran `ran_ns`, from the holder's
+    /// acquisition to its hand-off: the debt grows by what it ran beyond
+    /// `batch_ns` and shrinks by what it ran short.
+    #[inline]
+    pub(crate) fn settle(&self, lock: usize, ran_ns: u64) {
+        let owed = self.owed(lock);
+        let next = owed
+            .saturating_add(ran_ns)
+            .saturating_sub(TUNING.batch_ns)
+            .min(TUNING.batch_debt_max_ns);
+        if next != owed || self.lock.load(Ordering::Relaxed) != lock {
+            self.lock.store(lock, Ordering::Relaxed);
+            self.ns.store(next, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom), not(shuttle)))]
+mod tests {
+    use super::*;
+
+    const A: usize = 0x1000;
+    const B: usize = 0x2000;
+
+    /// A holder whose batch ran long gets shorter ones (never under
+    /// `batch_min_ns`) until the excess is paid back; the debt is owed on
+    /// one lock only, and it is capped.
+    #[test]
+    fn batch_debt_shortens_batches_until_paid() {
+        let (full, min) = (TUNING.batch_ns, TUNING.batch_min_ns);
+        assert!(min < full / 2, "the tuning leaves room to pay back");
+        let debt = BatchDebt::new();
+        assert_eq!(debt.batch_ns(A), full);
+        // A batch that ran on time, or short, owes nothing.
+        debt.settle(A, full);
+        assert_eq!(debt.batch_ns(A), full);
+        debt.settle(A, min);
+        assert_eq!(debt.batch_ns(A), full);
+        // A head woken late: the batch ran `full + late`.
+        let late = full / 2;
+        debt.settle(A, full + late);
+        assert_eq!(debt.batch_ns(A), full - late);
+        // Not on another lock.
+        assert_eq!(debt.batch_ns(B), full);
+        // The shorter batch, run on time, pays it back.
+        debt.settle(A, full - late);
+        assert_eq!(debt.batch_ns(A), full);
+        // A long stall is owed up to the cap, and the floor holds.
+        debt.settle(A, full + 100 * full);
+        assert_eq!(debt.batch_ns(A), min);
+        debt.settle(A, min);
+        let owed = TUNING.batch_debt_max_ns - (full - min);
+        assert_eq!(debt.batch_ns(A), full - owed.min(full - min));
+        // A batch settled on another lock starts that lock's debt afresh.
+        debt.settle(B, full + late);
+        assert_eq!(debt.batch_ns(A), full);
+        assert_eq!(debt.batch_ns(B), full - late);
+    }
 }

@@ -34,6 +34,13 @@ pub(crate) struct Tuning {
     pub batch_ns: u64,
     /// The same bound in polls, for platforms without a clock.
     pub batch_polls: u32,
+    /// The shortest batch a qspinlock word waiter grants a holder that owes
+    /// batch time (`wait::batch::BatchDebt`: its earlier batches ran long
+    /// because their waiters woke late).
+    pub batch_min_ns: u64,
+    /// The most batch time a holder can owe: one long stall (a preempted
+    /// waiter) is not repaid for ever.
+    pub batch_debt_max_ns: u64,
     /// First quiet-poll interval of a word waiter, in relaxes; the interval
     /// doubles up to `quiet_max_relaxes`, after which each interval is a
     /// timed sleep of `quiet_sleep_ns`.
@@ -163,6 +170,8 @@ const NATIVE: Tuning = Tuning {
 
     batch_ns: 1_000_000,
     batch_polls: 1 << 12,
+    batch_min_ns: 250_000,
+    batch_debt_max_ns: 4_000_000,
     quiet_min_relaxes: 64,
     quiet_max_relaxes: 128,
     quiet_sleep_ns: 1_000_000,
@@ -212,6 +221,8 @@ const LOOM: Tuning = Tuning {
 
     batch_ns: 1_000_000,
     batch_polls: 3,
+    batch_min_ns: 250_000,
+    batch_debt_max_ns: 4_000_000,
     quiet_min_relaxes: 1,
     quiet_max_relaxes: 1,
     quiet_sleep_ns: 0,
