@@ -253,3 +253,78 @@ fn contenders_yield_while_yields_run_other_threads() {
     // once its deadline passed (here after the second 1 ms yield).
     assert_eq!(yields_before_queueing::<1_000_000>(Some(1_500_000)), 2);
 }
+
+std::thread_local! {
+    /// The lock a `Retaker` thread's "holder" re-takes at every relax (0:
+    /// none): a holder running a tight loop, on another CPU.
+    static RETAKEN: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A platform whose `relax` lets a running holder re-take the lock named by
+/// `RETAKEN` (the holder runs a tight loop and is between two acquisitions
+/// when the contender looks). No clock, no sleeping: the test polls.
+#[derive(Debug)]
+struct Retaker;
+
+// SAFETY: the std platform's fences; nothing here waits or wakes, and the
+// test is single-threaded: `relax` only takes a lock the test owns.
+unsafe impl Platform for Retaker {
+    fn relax() {
+        let addr = RETAKEN.with(Cell::get);
+        if addr != 0 {
+            // SAFETY: `RETAKEN` names a lock that outlives the test's
+            // polls (it is cleared before the lock goes).
+            let lock = unsafe { &*(addr as *const QSpinCore<Retaker>) };
+            let _ = lock.try_lock_fast();
+        }
+    }
+    fn yield_now() {}
+    fn now_ns() -> u64 {
+        0
+    }
+    fn wait(_: &AtomicU32, _: u32) {}
+    fn wake_one(_: &AtomicU32) {}
+    fn wake_all(_: &AtomicU32) {}
+    fn light_fence() {
+        crate::sync::atomic::fence(Ordering::SeqCst)
+    }
+    fn heavy_fence() {
+        crate::sync::atomic::fence(Ordering::SeqCst)
+    }
+    fn queue_node() -> Option<NodeIndex> {
+        None
+    }
+    fn node(_: NodeIndex) -> &'static QNode {
+        unreachable!("no nodes are handed out")
+    }
+    fn cpu_id() -> usize {
+        0
+    }
+    fn cpu_count() -> usize {
+        1
+    }
+}
+
+/// Whether a contender's optimistic spin takes a free lock while a word
+/// waiter sleeps (`PENDING`), with a holder that re-takes it (`retaking`)
+/// or one that does other work.
+fn barges_past_a_word_waiter(retaking: bool) -> bool {
+    let lock: QSpinCore<Retaker> = QSpinCore::new();
+    lock.flags.store(PENDING, Ordering::Relaxed);
+    let addr = &lock as *const QSpinCore<Retaker> as usize;
+    RETAKEN.with(|r| r.set(if retaking { addr } else { 0 }));
+    let took = lock.spin_before_queueing(Deadline::NEVER);
+    RETAKEN.with(|r| r.set(0));
+    took
+}
+
+/// While a word waiter sleeps through its batch, a contender takes a free
+/// lock that stays free (its holder works between critical sections: no
+/// convoy forms behind the sleeper), but not one that a running holder
+/// re-takes at once (the batch goes on).
+#[test]
+fn contenders_take_a_lock_that_stays_free_past_a_word_waiter() {
+    const { assert!(TUNING.qs_barge_settle_relaxes > 0) };
+    assert!(barges_past_a_word_waiter(false));
+    assert!(!barges_past_a_word_waiter(true));
+}

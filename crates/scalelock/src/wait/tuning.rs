@@ -73,6 +73,11 @@ pub(crate) struct Tuning {
     // --- qspinlock ---
     /// Polls of a contender's optimistic spin before it queues.
     pub qs_pre_queue_polls: u32,
+    /// Relaxes a contender waits before it takes a free lock while a word
+    /// waiter sleeps through its batch: a holder running a tight loop
+    /// re-takes the lock within tens of nanoseconds, one that does other
+    /// work between critical sections leaves it free for longer.
+    pub qs_barge_settle_relaxes: u32,
     /// Of the waits between those polls, the first this many spin; the
     /// others yield while yields run other threads (`SpinThenYield`).
     pub qs_pre_queue_spins: u32,
@@ -182,6 +187,7 @@ const NATIVE: Tuning = Tuning {
     park_polls: 1 << 12,
 
     qs_pre_queue_polls: 10,
+    qs_barge_settle_relaxes: 8,
     qs_pre_queue_spins: 3,
     qs_steal_ns: 20_000,
     qs_steal_polls: 1 << 10,
@@ -233,6 +239,7 @@ const LOOM: Tuning = Tuning {
     park_polls: 2,
 
     qs_pre_queue_polls: 1,
+    qs_barge_settle_relaxes: 1,
     qs_pre_queue_spins: 1,
     qs_steal_ns: 20_000,
     qs_steal_polls: 2,
