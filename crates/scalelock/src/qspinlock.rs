@@ -73,8 +73,7 @@
 //!   free for longer. Without this, once a preempted holder had made a
 //!   queue form, every thread that met the lock held joined the queue,
 //!   whose sleepers come back one batch at a time, and one thread ran at a
-//!   time (a convoy): with 8 threads on 2 CPUs thinking 2 µs between
-//!   100 ns critical sections, half of parking_lot's throughput.
+//!   time (a convoy; the README has the figures).
 //! - **Word waiter** (`PENDING`): lets the running holder keep the lock for
 //!   a batch (`batch_ns`), two short spins and then a timed sleep on the
 //!   lock's parking bucket, touching the lock's line twice in all. Then it

@@ -28,11 +28,11 @@
 //!
 //! # Batch debt: equal shares when wake-ups are late
 //! A batch is timed by the word waiter, and a word waiter made head by a
-//! hand-off is woken then: if the scheduler runs it late (measured here: a
-//! thread woken from a busy CPU often waits for that CPU's next tick, up to
-//! 4 ms, while the other CPU goes idle), the holder's batch runs that much
-//! longer, and with 16 threads on 2 CPUs a quarter of the batches did, so
-//! that some threads held the lock twice as long as others over a run.
+//! hand-off is woken then: if the scheduler runs it late (a thread woken
+//! from a busy CPU often waits for that CPU's next tick while the other CPU
+//! goes idle), the holder's batch runs that much longer. With more threads
+//! than CPUs that happens often enough that some threads hold the lock far
+//! longer than others over a run (the README has the figures).
 //! Every thread's queue node therefore keeps a [`BatchDebt`], after deficit
 //! round robin: the waiter that ends a batch it was made head for adds the
 //! time the batch ran beyond `batch_ns` to the holder's debt (or takes back
