@@ -182,6 +182,9 @@ fn contended_counts_are_exact() {
 /// A platform whose clock only moves when a thread yields, by `YIELD_NS`:
 /// a yield that "runs another thread" (`YIELD_NS` at least `yield_ran_ns`)
 /// or one that returns at once (0). Counts the calling thread's yields.
+/// Its `relax` lets a running holder re-take the lock named by `RETAKEN`
+/// (the holder runs a tight loop and is between two acquisitions when the
+/// contender looks).
 #[derive(Debug)]
 struct YieldClock<const YIELD_NS: u64>;
 
@@ -191,10 +194,19 @@ std::thread_local! {
 }
 
 // SAFETY: the std platform's, except for the clock (monotonic: it only
-// grows) and `yield_now`, which only moves that clock and counts. Nothing
-// here waits or wakes: the test polls a lock it holds itself.
+// grows), `yield_now`, which only moves that clock and counts, and
+// `relax`, which only takes a lock the test owns. Nothing here waits or
+// wakes: the tests poll, single-threaded.
 unsafe impl<const YIELD_NS: u64> Platform for YieldClock<YIELD_NS> {
-    fn relax() {}
+    fn relax() {
+        let addr = RETAKEN.with(Cell::get);
+        if addr != 0 {
+            // SAFETY: `RETAKEN` names a lock that outlives the test's
+            // polls (it is cleared before the lock goes).
+            let lock = unsafe { &*(addr as *const QSpinCore<Self>) };
+            let _ = lock.try_lock_fast();
+        }
+    }
     fn yield_now() {
         YIELDS.with(|y| y.set(y.get() + 1));
         YIELD_CLOCK.with(|c| c.set(c.get() + YIELD_NS));
@@ -255,63 +267,18 @@ fn contenders_yield_while_yields_run_other_threads() {
 }
 
 std::thread_local! {
-    /// The lock a `Retaker` thread's "holder" re-takes at every relax (0:
-    /// none): a holder running a tight loop, on another CPU.
+    /// The lock a `YieldClock` thread's "holder" re-takes at every relax
+    /// (0: none): a holder running a tight loop, on another CPU.
     static RETAKEN: Cell<usize> = const { Cell::new(0) };
-}
-
-/// A platform whose `relax` lets a running holder re-take the lock named by
-/// `RETAKEN` (the holder runs a tight loop and is between two acquisitions
-/// when the contender looks). No clock, no sleeping: the test polls.
-#[derive(Debug)]
-struct Retaker;
-
-// SAFETY: the std platform's fences; nothing here waits or wakes, and the
-// test is single-threaded: `relax` only takes a lock the test owns.
-unsafe impl Platform for Retaker {
-    fn relax() {
-        let addr = RETAKEN.with(Cell::get);
-        if addr != 0 {
-            // SAFETY: `RETAKEN` names a lock that outlives the test's
-            // polls (it is cleared before the lock goes).
-            let lock = unsafe { &*(addr as *const QSpinCore<Retaker>) };
-            let _ = lock.try_lock_fast();
-        }
-    }
-    fn yield_now() {}
-    fn now_ns() -> u64 {
-        0
-    }
-    fn wait(_: &AtomicU32, _: u32) {}
-    fn wake_one(_: &AtomicU32) {}
-    fn wake_all(_: &AtomicU32) {}
-    fn light_fence() {
-        crate::sync::atomic::fence(Ordering::SeqCst)
-    }
-    fn heavy_fence() {
-        crate::sync::atomic::fence(Ordering::SeqCst)
-    }
-    fn queue_node() -> Option<NodeIndex> {
-        None
-    }
-    fn node(_: NodeIndex) -> &'static QNode {
-        unreachable!("no nodes are handed out")
-    }
-    fn cpu_id() -> usize {
-        0
-    }
-    fn cpu_count() -> usize {
-        1
-    }
 }
 
 /// Whether a contender's optimistic spin takes a free lock while a word
 /// waiter sleeps (`PENDING`), with a holder that re-takes it (`retaking`)
 /// or one that does other work.
 fn barges_past_a_word_waiter(retaking: bool) -> bool {
-    let lock: QSpinCore<Retaker> = QSpinCore::new();
+    let lock: QSpinCore<YieldClock<0>> = QSpinCore::new();
     lock.flags.store(PENDING, Ordering::Relaxed);
-    let addr = &lock as *const QSpinCore<Retaker> as usize;
+    let addr = &lock as *const QSpinCore<YieldClock<0>> as usize;
     RETAKEN.with(|r| r.set(if retaking { addr } else { 0 }));
     let took = lock.spin_before_queueing(Deadline::NEVER);
     RETAKEN.with(|r| r.set(0));
