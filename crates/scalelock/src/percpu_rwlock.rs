@@ -560,6 +560,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // Relaxed: the fence orders it; nothing is published through it.
         slot.word()
             .store((s & ID_MASK) | BIASED | ONE_DEPTH, Ordering::Relaxed);
+        // What the bias buys, for the writers' keep rule (counted before
+        // the re-check: a read that steps aside bought little, but the
+        // count stays off the path after the fence).
+        slot.count_fast_read();
         // Pairs with the heavy fence of a revoking writer; unchecked, as the
         // lock is biased only with asymmetric fences (see "Fences").
         P::light_fence_asymmetric();
@@ -892,9 +896,12 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // The statistics clock (no read without statistics).
         let revoke_start = hook::clock_ns();
         let mut drained = true;
+        let mut fast_reads = 0u32;
         P::reader_slots_in_use(|i| {
             if drained && let Some(slot) = table.slot(i) {
                 drained = wait_slot::<P>(slot, id, deadline, self.events(Access::Write));
+                // The line the wait just read.
+                fast_reads = fast_reads.wrapping_add(slot.fast_reads());
             }
         });
         if !drained {
@@ -937,7 +944,14 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // more than the stamp's range ago.
             let on_for = since_stamp(old, now);
             let typical = table.revocation_floor(cost);
-            if on_for < 0 || (on_for as u64) >= typical.saturating_mul(TUNING.pc_keep_factor) {
+            // What the biased reads since the class's last revocation saved
+            // against reads on the underlying lock.
+            let saved = u64::from(table.fast_reads_since(fast_reads))
+                .saturating_mul(TUNING.pc_read_saving_ns);
+            if on_for < 0
+                || (on_for as u64) >= typical.saturating_mul(TUNING.pc_keep_factor)
+                || saved >= cost
+            {
                 // Sparse writes: revoking at each costs at most
                 // 1/pc_keep_factor of the time, less than readers lose on
                 // the underlying lock during a window, or on a full fence

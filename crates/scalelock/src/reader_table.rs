@@ -57,7 +57,7 @@
 use core::ptr;
 
 use crate::platform::Platform;
-use crate::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 /// Reader slots per table: the most reader contexts that can use the fast
 /// path at once. (Four under loom and shuttle, to keep models small and
@@ -88,14 +88,8 @@ pub const DEFAULT_INHIBIT: u8 = 9;
 
 /// The initial adaptive multiplier for a configured one (0, Xen, keeps 1:
 /// it is never used).
-const fn clamp_multiplier(m: u8) -> u8 {
-    if m == 0 {
-        1
-    } else if m > MAX_INHIBIT {
-        MAX_INHIBIT
-    } else {
-        m
-    }
+const fn clamp_multiplier(m: u8) -> u16 {
+    if m == 0 { 1 } else { m as u16 }
 }
 
 /// One 64-byte line.
@@ -112,6 +106,9 @@ struct Line<T>(T);
 struct OwnerLine {
     word: AtomicU64,
     slow_reads: AtomicU32,
+    /// Biased reads of the owner (any lock of the table), wrapping: what
+    /// the bias bought, for the writers' keep rule.
+    fast_reads: AtomicU32,
     /// Reads of this table's locks the owner holds through the underlying
     /// lock recorded in its thread-local list (its slot was busy).
     listed: AtomicU32,
@@ -135,6 +132,7 @@ impl Slot {
             owner: Line(OwnerLine {
                 word: AtomicU64::new(0),
                 slow_reads: AtomicU32::new(0),
+                fast_reads: AtomicU32::new(0),
                 listed: AtomicU32::new(0),
                 waiters: AtomicU32::new(0),
             }),
@@ -147,6 +145,7 @@ impl Slot {
             owner: Line(OwnerLine {
                 word: AtomicU64::new(0),
                 slow_reads: AtomicU32::new(0),
+                fast_reads: AtomicU32::new(0),
                 listed: AtomicU32::new(0),
                 waiters: AtomicU32::new(0),
             }),
@@ -171,6 +170,22 @@ impl Slot {
         let n = c.load(Ordering::Relaxed).wrapping_add(1);
         c.store(n, Ordering::Relaxed);
         n.is_multiple_of(every)
+    }
+
+    /// Counts one biased read of the owner (any lock of the table): a plain
+    /// load and store on the owner's own line, which the read writes
+    /// anyway.
+    #[inline(always)]
+    pub(crate) fn count_fast_read(&self) {
+        let c = &self.owner.0.fast_reads;
+        // Relaxed: only the owner writes it; writers read it as a hint.
+        c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    }
+
+    /// The owner's biased reads so far (wrapping). Relaxed: a hint.
+    #[inline]
+    pub(crate) fn fast_reads(&self) -> u32 {
+        self.owner.0.fast_reads.load(Ordering::Relaxed)
     }
 
     /// How many reads of this table's locks the owner holds recorded in its
@@ -223,8 +238,12 @@ pub struct ReaderTable {
     /// times as long as the revocation took. 0: the writer re-enables the
     /// fast path at unlock (the Xen behaviour).
     inhibit: u8,
-    /// The current (adaptive) multiplier, between 1 and `MAX_INHIBIT`.
-    multiplier: AtomicU8,
+    /// The current (adaptive) multiplier, between the configured one and
+    /// `MAX_INHIBIT`.
+    multiplier: AtomicU16,
+    /// The sum (wrapping) of the slots' biased-read counts at the class's
+    /// last asymmetric revocation (`fast_reads_since`).
+    fast_reads_seen: AtomicU32,
     /// Cost of the heavy fence of the class's last asymmetric revocation,
     /// ns.
     fence_ns: AtomicU32,
@@ -256,8 +275,11 @@ fn record_cost(last: &AtomicU32, ns: u64) -> (u64, u64) {
     (u64::from(prev), u64::from(floor))
 }
 
-/// Largest adaptive inhibition multiplier.
-pub(crate) const MAX_INHIBIT: u8 = 64;
+/// Largest adaptive inhibition multiplier. A window is also capped at the
+/// lock's stamp range (about 1 ms), which a revocation of 250 ns reaches
+/// at this multiplier: then revocations cost under 0.1% of a write-heavy
+/// phase, and reads come back to the bias within a millisecond of it.
+pub(crate) const MAX_INHIBIT: u16 = 4096;
 
 /// A nonzero key for platform `P`, the same for every call (a hash of its
 /// `TypeId`).
@@ -298,7 +320,8 @@ impl ReaderTable {
             slots: [const { Slot::new() }; SLOTS],
             index: AtomicU8::new(0),
             inhibit: multiplier,
-            multiplier: AtomicU8::new(clamp_multiplier(multiplier)),
+            multiplier: AtomicU16::new(clamp_multiplier(multiplier)),
+            fast_reads_seen: AtomicU32::new(0),
             fence_ns: AtomicU32::new(0),
             fence_floor_ns: AtomicU32::new(0),
             revocation_ns: AtomicU32::new(0),
@@ -322,7 +345,8 @@ impl ReaderTable {
             slots: core::array::from_fn(|_| Slot::new()),
             index: AtomicU8::new(0),
             inhibit: multiplier,
-            multiplier: AtomicU8::new(clamp_multiplier(multiplier)),
+            multiplier: AtomicU16::new(clamp_multiplier(multiplier)),
+            fast_reads_seen: AtomicU32::new(0),
             fence_ns: AtomicU32::new(0),
             fence_floor_ns: AtomicU32::new(0),
             revocation_ns: AtomicU32::new(0),
@@ -347,7 +371,7 @@ impl ReaderTable {
 
     /// The current inhibition multiplier (adaptive).
     #[inline]
-    pub(crate) fn multiplier(&self) -> u8 {
+    pub(crate) fn multiplier(&self) -> u16 {
         self.multiplier.load(Ordering::Relaxed)
     }
 
@@ -360,14 +384,26 @@ impl ReaderTable {
             .store(m.saturating_mul(2).min(MAX_INHIBIT), Ordering::Relaxed);
     }
 
-    /// The bias stayed on long before this revocation: shrink the multiplier
-    /// back towards the table's configured one. Relaxed: a hint.
+    /// The bias paid for this revocation: halve the multiplier, down to
+    /// the table's configured one. Relaxed: a hint.
     #[inline]
     pub(crate) fn shrink_multiplier(&self) {
         let m = self.multiplier();
-        if m > clamp_multiplier(self.inhibit) {
-            self.multiplier.store(m - 1, Ordering::Relaxed);
+        let floor = clamp_multiplier(self.inhibit);
+        if m > floor {
+            self.multiplier.store((m / 2).max(floor), Ordering::Relaxed);
         }
+    }
+
+    /// Biased reads of the class since its last asymmetric revocation, from
+    /// `sum`, the wrapping sum of the slots' counts this revocation scanned
+    /// (each slot's count only grows, so the difference of the sums is the
+    /// sum of the differences, modulo 2^32); records `sum` for the next.
+    /// Class-wide, as the other figures here: reads of the class's other
+    /// locks count too. Relaxed: a hint.
+    #[inline]
+    pub(crate) fn fast_reads_since(&self, sum: u32) -> u32 {
+        sum.wrapping_sub(self.fast_reads_seen.swap(sum, Ordering::Relaxed))
     }
 
     /// The cheaper of the heavy fences of the class's last two asymmetric

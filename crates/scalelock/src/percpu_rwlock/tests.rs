@@ -277,6 +277,63 @@ fn default_table_inhibits_after_a_revocation() {
     unsafe { raw.unlock_exclusive(w) };
 }
 
+/// Reads until a slow reader has turned the bias of `raw` back on (each
+/// slow read in `pc_clock_every` reads the stepped clock, which moves it).
+fn until_biased(raw: &SteppedRaw) {
+    for _ in 0..100_000 {
+        if raw.state.load(O::Relaxed) & (FAST | SYM) == FAST {
+            return;
+        }
+        let t = raw.lock_shared();
+        // SAFETY: from `lock_shared` above.
+        unsafe { raw.unlock_shared(t) };
+    }
+    panic!("the bias never came back");
+}
+
+/// Biased reads that pay for a revocation keep the bias, however soon the
+/// write follows its return; a write after too few of them inhibits. On
+/// the stepped clock, where a biased read reads no clock: a write finds
+/// the bias on for far less than `pc_keep_factor` revocations, so only the
+/// count of biased reads can keep it.
+#[test]
+fn biased_reads_that_pay_for_the_revocation_keep_the_bias() {
+    static PAYING: ReaderTable = ReaderTable::new();
+    let raw = SteppedRaw::with_table(&PAYING);
+    let write = || {
+        let w = raw.lock_exclusive();
+        let next = w.next;
+        // SAFETY: from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+        next
+    };
+    // Writes back to back: inhibited (as in
+    // `default_table_inhibits_after_a_revocation`).
+    write();
+    write();
+    assert_eq!(raw.state.load(O::Relaxed) & FAST, 0);
+    until_biased(&raw);
+    // A revocation costs a few clock readings of 1 µs each: 1,000 biased
+    // reads at `pc_read_saving_ns` each pay for it.
+    let reads = 1_000;
+    assert!(reads * TUNING.pc_read_saving_ns >= 10_000);
+    for _ in 0..reads {
+        let t = raw.lock_shared();
+        assert!(fast(&t));
+        // SAFETY: from `lock_shared` above.
+        unsafe { raw.unlock_shared(t) };
+    }
+    assert_eq!(write() & (FAST | SYM), FAST, "paid for: the bias stays");
+    assert_ne!(raw.state.load(O::Relaxed) & FAST, 0);
+    // Right away again, with one read in between: not paid for, and the
+    // bias came back just now: inhibited.
+    let t = raw.lock_shared();
+    assert!(fast(&t));
+    // SAFETY: from `lock_shared` above.
+    unsafe { raw.unlock_shared(t) };
+    assert_eq!(write() & FAST, 0, "one read does not pay for a revocation");
+}
+
 /// Sparse writes keep the bias: a revocation after the bias was on for
 /// many revocation costs brings it back at unlock, with no window.
 #[test]

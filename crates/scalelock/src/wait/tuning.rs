@@ -132,6 +132,14 @@ pub(crate) struct Tuning {
     /// 1000th op lost the bias at each write, because the biased reads
     /// between two writes took a few microseconds, under 8 revocations.
     pub pc_keep_factor: u64,
+    /// What one biased read saves against a read on the underlying lock
+    /// (two atomic read-modify-writes of a shared word against a store and
+    /// two loads of the reader's own line), ns: a revocation that the
+    /// biased reads since the class's last one paid for at this rate keeps
+    /// the bias. Low for a fast CPU with no other reader, where the saving
+    /// is least; with readers on other CPUs the underlying word bounces and
+    /// a read there costs far more.
+    pub pc_read_saving_ns: u64,
     /// A revocation within this many revocation costs of the bias coming
     /// back doubles the class's inhibition multiplier.
     pub pc_wasted_factor: u64,
@@ -204,6 +212,7 @@ const NATIVE: Tuning = Tuning {
     pc_sym_cost_ns: 2_000,
     pc_sym_probe: 64,
     pc_keep_factor: 4,
+    pc_read_saving_ns: 10,
     pc_wasted_factor: 4,
     pc_dense_ns: 1_000,
     pc_dense_window_ns: 1_000_000,
@@ -258,6 +267,8 @@ const LOOM: Tuning = Tuning {
     // Every other symmetric revocation probes: models reach the switch.
     pc_sym_probe: 2,
     pc_keep_factor: 8,
+    // Off: the models decide by the stepped times alone.
+    pc_read_saving_ns: 0,
     pc_wasted_factor: 4,
     pc_dense_ns: 1_000,
     pc_dense_window_ns: 1_000_000,
