@@ -47,8 +47,11 @@
 //!     `C'` is the cheaper of `C` and the class's previous revocation (one
 //!     revocation that waited for a preempted reader is not the typical
 //!     cost), the writes are sparse enough that revoking at each costs
-//!     little: stay **biased** (the bias comes back at unlock), however
-//!     dear the fence;
+//!     little; or if the biased reads since the class's last revocation,
+//!     at `pc_read_saving_ns` each, saved at least `C` (fast reads make
+//!     the bias's time short exactly when it pays most, so time alone
+//!     misses them): stay **biased** (the bias comes back at unlock),
+//!     however dear the fence;
 //!   - else, if its heavy fence, and the class's previous one, each took
 //!     at least `pc_sym_cost_ns` (other CPUs ran our threads; one dear
 //!     fence alone is more likely an interrupt), go **symmetric**;

@@ -47,8 +47,12 @@
 //! # Class statistics
 //! A table also keeps what its writers learn about the class (the cost of
 //! the last revocation, the current inhibition multiplier, the average gap
-//! between symmetric writes), from which each write chooses how readers
-//! read next (see `percpu_rwlock`, "Modes").
+//! between symmetric writes, the biased reads seen at the last
+//! revocation), from which each write chooses how readers read next (see
+//! `percpu_rwlock`, "Modes"). Each slot counts its owner's biased reads
+//! on the owner's line (a plain load and store next to the slot word the
+//! read writes anyway); a revoking writer, which reads that line to wait
+//! for the slot, sums the counts.
 //!
 //! [`Platform::reader_slot`]: crate::platform::Platform::reader_slot
 //! [`Platform::reader_slot_bound`]: crate::platform::Platform::reader_slot_bound
@@ -70,20 +74,13 @@ pub(crate) const MAX_TABLES: usize = 64;
 /// The bias inhibition multiplier of [`ReaderTable::new`] (BRAVO's N):
 /// after a revocation, readers stay on the underlying lock for 9 times as
 /// long as the revocation took, so revocations cost at most ~10% of a
-/// write-heavy phase.
-///
-/// Measured on this 2-core VM (`benches/percpu_rwlock.rs`, ROUNDS=5
-/// RUNTIME_MS=150, x parking_lot RwLock; N=9 with slow reads that read the
-/// clock only 1 in 16 / N=0, the Xen policy): 1% writes 1.18 / 2.69 at 1
-/// thread, 0.93 / 0.62 at 2, 1.13 / 2.86 at 16; 5% writes 0.94 / 1.19,
-/// 0.91 / 1.17, 1.04 / 1.11; 50% writes 0.96 / 0.15, 0.93 / 0.15, 1.01 /
-/// 0.16; read-only unchanged (5.4x, 56x, 54x). A revocation costs ~155 ns
-/// when no other thread of ours runs and ~16 µs when one does (the
-/// membarrier IPI), so without inhibition the worst case is 0.15x; with it
-/// no case falls below 0.9x, at the price of the 1%-writes peak when
-/// revocations are cheap. A table for a lock class whose writes are rare
-/// and whose threads do not overlap can opt out with
-/// [`ReaderTable::with_inhibition`]`(0)`.
+/// write-heavy phase. The multiplier adapts from there (see
+/// `percpu_rwlock`, "Modes"): it doubles, up to `MAX_INHIBIT`, while
+/// revocations keep following the bias's return before its reads paid for
+/// them, and halves back when they did. A table for a lock class whose
+/// writes are rare and whose threads do not overlap can opt out with
+/// [`ReaderTable::with_inhibition`]`(0)` (Xen's policy: every write
+/// revokes, and the bias comes back at its unlock).
 pub const DEFAULT_INHIBIT: u8 = 9;
 
 /// The initial adaptive multiplier for a configured one (0, Xen, keeps 1:
