@@ -288,6 +288,14 @@ fn switch(mode: Mode) {
 
 /// Runs `path` for `runtime`; ns per operation.
 fn run(path: Path, runtime: Duration) -> f64 {
+    let start = Instant::now();
+    let ops = run_batches(path, |ops| start.elapsed() < runtime || ops == 0);
+    start.elapsed().as_nanos() as f64 / ops as f64
+}
+
+/// Runs `path` in batches of `BATCH` operations while `more(ops so far)`;
+/// returns the operations run.
+fn run_batches(path: Path, mut more: impl FnMut(u64) -> bool) -> u64 {
     const BATCH: u64 = 4096;
     let tas = TasLock {
         locked: AtomicU8::new(0),
@@ -298,9 +306,8 @@ fn run(path: Path, runtime: Duration) -> f64 {
     let qspin = QSpinLock::from_raw(RawQSpinLock::with_class(class), 0);
     let qrw = QRwLock::from_raw(RawQRwLock::with_class(class), 0);
     let percpu = PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(class), 0);
-    let start = Instant::now();
     let mut ops = 0u64;
-    while start.elapsed() < runtime {
+    while more(ops) {
         match path {
             Path::Bare => loop_bare(&tas, BATCH),
             Path::Hooked => loop_hooked(&tas, BATCH),
@@ -314,7 +321,29 @@ fn run(path: Path, runtime: Duration) -> f64 {
         }
         ops += BATCH;
     }
-    start.elapsed().as_nanos() as f64 / ops as f64
+    ops
+}
+
+/// `COUNT_PATH=NAME` (a contender's name without its suffix: `qspinlock`,
+/// `percpu-read`, ...): runs only that path, with the hooks switched off,
+/// for `COUNT_OPS` operations (default 1,000,000) and no clock, for an
+/// instruction count under valgrind (`scripts/hooks_off_instructions.sh`),
+/// which no code layout moves as it moves a time.
+fn count_path(name: &str) {
+    let path = match name {
+        "bare" => Path::Bare,
+        "hooked" => Path::Hooked,
+        "seqlock-write" => Path::SeqWrite,
+        "seqlock-read" => Path::SeqRead,
+        _ => match LOCK_PATHS.iter().find(|(n, _)| *n == name) {
+            Some(&(_, path)) => path,
+            None => panic!("COUNT_PATH: no path named {name:?}"),
+        },
+    };
+    let target = env_u64("COUNT_OPS", 1_000_000);
+    switch(Mode::Off);
+    let ops = run_batches(path, |ops| ops < target);
+    println!("{name}: {ops} operations, hooks switched off");
 }
 
 /// The hold-time sampling rate in effect (the default without `stats`).
@@ -326,6 +355,10 @@ fn hold_sample() -> u32 {
 }
 
 fn main() {
+    if let Ok(name) = std::env::var("COUNT_PATH") {
+        count_path(&name);
+        return;
+    }
     let rounds = env_u64("ROUNDS", 7) as usize;
     let runtime = Duration::from_millis(env_u64("RUNTIME_MS", 200));
     let list = contenders();

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Instructions per lock/unlock of each path of the stats_overhead bench,
+# without the hook features and with them compiled in but switched off
+# (`stats,lockdep`, run-time switch off): valgrind (callgrind) counts the
+# instructions inside each path's loop function only, so the figure is
+# exact and no code layout or noisy neighbour moves it, unlike a time.
+# usage: scripts/hooks_off_instructions.sh [COMMIT]
+# env: COUNT_OPS (204800, a multiple of the bench's batch of 4096). Needs
+# valgrind.
+set -euo pipefail
+root=$(git rev-parse --show-toplevel)
+C=$(git rev-parse --short "${1:-HEAD}^{commit}")
+ops=${COUNT_OPS:-204800}
+d=/tmp/ab-$C
+[ -d $d ] || git -C "$root" worktree add -q --detach $d $C
+build() { # TARGET_DIR [FEATURES]
+  (cd $d && CARGO_TARGET_DIR=$1 cargo bench -q -p scalelock --bench stats_overhead \
+    ${2:+--features $2} --no-run 2>&1 | tail -1 >&2)
+  ls -t $1/release/deps/stats_overhead-* | grep -v '\.d$' | head -1
+}
+off=$(build /tmp/ab-target-$C); hooks=$(build /tmp/ab-target-$C-hooks stats,lockdep)
+# count BINARY PATH LOOP_FUNCTION: instructions per operation
+count() {
+  local f; f=$(mktemp)
+  COUNT_PATH=$2 COUNT_OPS=$ops valgrind --tool=callgrind --callgrind-out-file=$f \
+    --collect-atstart=no --toggle-collect="stats_overhead::$3" $1 --bench >/dev/null 2>&1
+  callgrind_annotate $f 2>/dev/null | awk -v n=$ops '/PROGRAM TOTALS/ {gsub(/,/,"",$1); printf "%.1f", $1 / n}'
+  rm -f $f
+}
+echo "| path | instructions/op, features off | compiled in, switched off | difference |"
+echo "| --- | --- | --- | --- |"
+for p in hooked:loop_hooked seqlock-write:loop_seq_write seqlock-read:loop_seq_read \
+         qspinlock:loop_qspin qrwlock-read:loop_qrw_read qrwlock-write:loop_qrw_write \
+         percpu-read:loop_percpu_read percpu-write:loop_percpu_write; do
+  a=$(count $off ${p%%:*} ${p#*:}); b=$(count $hooks ${p%%:*} ${p#*:})
+  echo "| ${p%%:*} | $a | $b | $(python3 -c "print(f'{$b - $a:+.1f}')") |"
+done
