@@ -7,6 +7,7 @@
 //!
 //! # The sequence
 //! ```text
+//! if !hook::any_active() { lock(); return Held::NONE } // switched off: the plain path
 //! let mut p = hook::start(class, kind, addr, access);   // lockdep checks here, before any waiting
 //! if !fast_path() {
 //!     p.contended();                                   // slow path entered: wait clock starts
@@ -35,11 +36,16 @@
 //! The slow-path events ([`park`], [`queue_depth`], ...) make their own
 //! Relaxed load. Counting every acquisition (which the read shares and
 //! contention ratios need) is why `start` sits on the fast path at all.
-//! A path too short to carry even the switched-off `Pending` and `Held`
-//! inline (PerCpuRwLock's biased read) branches on the switch first and
-//! runs the whole hooked acquisition out of line when it is on, so
-//! switched off it compiles as without the features but for that branch
-//! and the guard's empty `Held`.
+//! The crate's locks go further: each fast path tests the switch first
+//! ([`any_active`]) and, switched off, runs as without the features
+//! (a `Pending` that lives through the fast path would be kept, and
+//! re-tested, on it; where the slow path takes a callback that refers to
+//! it, it is even stored to the stack before the lock's RMW, which then
+//! waits for those stores). So switched off a lock costs that load and
+//! branch, the guard's empty `Held` and its test at release: 3-8
+//! instructions per lock and unlock (`scripts/hooks_off_instructions.sh`
+//! counts them). Acquisitions begun switched off count no slow-path
+//! events.
 //!
 //! Enabled, statistics go to per-thread counters (written only by their
 //! thread, with plain loads and stores), so the profiler adds no contended
@@ -103,11 +109,11 @@ pub(crate) mod active {
 pub(crate) const COMPILED: bool = cfg!(any(feature = "stats", feature = "lockdep"));
 
 /// Whether statistics or lockdep are switched on (one Relaxed load of the
-/// switch; `false` without the features, with no load). A lock whose fast
-/// path is too short to carry the hooks inline branches on it and takes an
-/// out-of-line hooked path when it is set.
+/// switch; `false` without the features, with no load). A lock tests it
+/// first and, when it is clear, takes its plain path with no hook calls
+/// and [`Held::NONE`] as its guard state; when set, the sequence above.
 #[inline(always)]
-pub(crate) fn any_active() -> bool {
+pub fn any_active() -> bool {
     #[cfg(any(feature = "stats", feature = "lockdep"))]
     {
         active::load() != 0

@@ -517,6 +517,19 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         token
     }
 
+    /// `lock_exclusive` with statistics or lockdep switched on.
+    #[inline]
+    fn lock_exclusive_recorded(&self) -> PerCpuWriteToken {
+        let mut p = self.start(Access::Write);
+        self.inner
+            .lock_exclusive_hooked(|| p.contended(), self.events(Access::Write));
+        let next = self.revoke_and_decide();
+        PerCpuWriteToken {
+            next,
+            held: p.acquired(),
+        }
+    }
+
     /// A successful `try_lock_shared` with statistics or lockdep switched
     /// on: counted, and recorded in `token`.
     #[cold]
@@ -862,7 +875,21 @@ impl<P: Platform> RawPerCpuRwLock<P> {
 
     /// With the underlying lock held exclusively: clears `FAST` if set and waits until no slot names this
     /// lock; returns the state the next unlock should leave.
+    #[inline]
     fn revoke_and_decide(&self) -> u64 {
+        // Inhibited (the common write under dense writes): no reader uses a
+        // slot; keep the window and mode. Inline whatever the compiler
+        // makes of the rest.
+        let s = self.state.load(Ordering::Relaxed);
+        if s & FAST == 0 && s & ID_MASK != 0 {
+            return s;
+        }
+        self.revoke_and_decide_slow()
+    }
+
+    /// `revoke_and_decide` past its inhibited case.
+    #[inline(never)]
+    fn revoke_and_decide_slow(&self) -> u64 {
         let next = self.revoke_and_decide_until(Deadline::NEVER);
         debug_assert!(next.is_some());
         next.unwrap_or(0)
@@ -1264,19 +1291,16 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
 
     #[inline]
     fn lock_exclusive(&self) -> PerCpuWriteToken {
-        let mut p = self.start(Access::Write);
-        if hook::COMPILED {
-            self.inner
-                .lock_exclusive_hooked(|| p.contended(), self.events(Access::Write));
-        } else {
-            self.inner
-                .lock_exclusive_hooked(|| {}, self.events(Access::Write));
+        // With the hooks switched off (or not compiled in), no hook state
+        // at all (see `RawQRwLock::lock_shared`).
+        if !hook::any_active() {
+            self.inner.lock_exclusive_hooked(|| {}, Events::NONE);
+            return PerCpuWriteToken {
+                next: self.revoke_and_decide(),
+                held: Held::NONE,
+            };
         }
-        let next = self.revoke_and_decide();
-        PerCpuWriteToken {
-            next,
-            held: p.acquired(),
-        }
+        self.lock_exclusive_recorded()
     }
 
     #[inline]

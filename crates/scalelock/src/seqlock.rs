@@ -399,6 +399,11 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// guard publishes a new one.
     #[inline]
     pub fn lock(&self) -> SeqLockWriteGuard<'_, T, P> {
+        // Switched off (or not compiled in): the plain path, apart from the
+        // recorded one (see `RawQSpinLock::lock`).
+        if !hook::any_active() {
+            return self.lock_quiet();
+        }
         let mut p = hook::start(self.class(), LockKind::SeqLock, self.addr(), Access::Write);
         if !self.lock.core.try_lock_fast() {
             p.contended();
