@@ -987,7 +987,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                 // the underlying lock during a window, or on a full fence
                 // per read in the symmetric mode (a single reader thread
                 // whose heavy fence is dear only because the machine is
-                // slow would otherwise pay that fence on every read).
+                // slow would otherwise pay that fence on every read). Or
+                // the biased reads paid for this revocation: at the same
+                // rate of reads and writes, they pay for the next one.
                 table.shrink_multiplier();
                 return Some(keep | FAST | stamp_at(end));
             }
