@@ -898,7 +898,7 @@ unsafe impl<P: Platform> RawMutex for RawQSpinLock<P> {
         // With the hooks switched off (or not compiled in), the plain fast
         // path, apart from the recorded one: sharing one path, the two kept
         // the hook state alive through it and re-tested it (18 more
-        // instructions per lock/unlock than no hooks at all, against 7).
+        // instructions per lock/unlock than no hooks at all, against 10).
         // Acquisitions begun switched off count no slow-path events.
         if !hook::any_active() {
             if !self.core.try_lock_fast() {
