@@ -9,17 +9,10 @@
 # usage: scripts/ab_hooks_off.sh [COMMIT] [PAIRS]
 # env: ROUNDS (3), RUNTIME_MS (100). Needs python3.
 set -euo pipefail
-root=$(git rev-parse --show-toplevel)
+source "$(dirname "$0")/ab_build.sh"
 C=$(git rev-parse --short "${1:-HEAD}^{commit}"); R=${2:-8}
 out=$root/target/ab; mkdir -p "$out"
-d=/tmp/ab-$C
-[ -d $d ] || git -C "$root" worktree add -q --detach $d $C
-build() { # TARGET_DIR [FEATURES]
-  (cd $d && CARGO_TARGET_DIR=$1 cargo bench -q -p scalelock --bench stats_overhead \
-    ${2:+--features $2} --no-run 2>&1 | tail -1 >&2)
-  ls -t $1/release/deps/stats_overhead-* | grep -v '\.d$' | head -1
-}
-ba=$(build /tmp/ab-target-$C); bb=$(build /tmp/ab-target-$C-hooks stats,lockdep)
+ba=$(ab_build stats_overhead $C); bb=$(ab_build stats_overhead $C stats,lockdep)
 run() { # SIDE BINARY PAIR
   ROUNDS=${ROUNDS:-3} RUNTIME_MS=${RUNTIME_MS:-100} $2 --bench 2>/dev/null \
     | awk -v s=$1 -v r=$3 '

@@ -8,17 +8,10 @@
 # env: COUNT_OPS (204800, a multiple of the bench's batch of 4096). Needs
 # valgrind.
 set -euo pipefail
-root=$(git rev-parse --show-toplevel)
+source "$(dirname "$0")/ab_build.sh"
 C=$(git rev-parse --short "${1:-HEAD}^{commit}")
 ops=${COUNT_OPS:-204800}
-d=/tmp/ab-$C
-[ -d $d ] || git -C "$root" worktree add -q --detach $d $C
-build() { # TARGET_DIR [FEATURES]
-  (cd $d && CARGO_TARGET_DIR=$1 cargo bench -q -p scalelock --bench stats_overhead \
-    ${2:+--features $2} --no-run 2>&1 | tail -1 >&2)
-  ls -t $1/release/deps/stats_overhead-* | grep -v '\.d$' | head -1
-}
-off=$(build /tmp/ab-target-$C); hooks=$(build /tmp/ab-target-$C-hooks stats,lockdep)
+off=$(ab_build stats_overhead $C); hooks=$(ab_build stats_overhead $C stats,lockdep)
 # count BINARY PATH LOOP_FUNCTION: instructions per operation
 count() {
   local f; f=$(mktemp)
