@@ -667,6 +667,8 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // AcqRel and could not check this pairing.)
         slot.word()
             .store((s & ID_MASK) | ONE_DEPTH, Ordering::Relaxed);
+        // For the writers' rules, as a biased read (the line is ours).
+        slot.count_fast_read();
         fence(Ordering::SeqCst);
         // Acquire pairs with the Release RMW that last set FAST.
         if self.state.load(Ordering::Acquire) & FAST != 0 {
@@ -974,24 +976,30 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // more than the stamp's range ago.
             let on_for = since_stamp(old, now);
             let typical = table.revocation_floor(cost);
-            // What the biased reads since the class's last revocation saved
-            // against reads on the underlying lock.
-            let saved = u64::from(table.fast_reads_since(fast_reads))
-                .saturating_mul(TUNING.pc_read_saving_ns);
-            if on_for < 0
-                || (on_for as u64) >= typical.saturating_mul(TUNING.pc_keep_factor)
-                || saved >= cost
-            {
+            // The biased reads since the class's last revocation.
+            let reads = u64::from(table.fast_reads_since(fast_reads));
+            if on_for < 0 || (on_for as u64) >= typical.saturating_mul(TUNING.pc_keep_factor) {
                 // Sparse writes: revoking at each costs at most
                 // 1/pc_keep_factor of the time, less than readers lose on
                 // the underlying lock during a window, or on a full fence
                 // per read in the symmetric mode (a single reader thread
                 // whose heavy fence is dear only because the machine is
-                // slow would otherwise pay that fence on every read). Or
-                // the biased reads paid for this revocation: at the same
-                // rate of reads and writes, they pay for the next one.
+                // slow would otherwise pay that fence on every read).
                 table.shrink_multiplier();
                 return Some(keep | FAST | stamp_at(end));
+            }
+            if reads.saturating_mul(TUNING.pc_read_saving_ns) >= cost {
+                // The reads paid for this revocation against the underlying
+                // lock: at the same rate of reads and writes, they pay for
+                // the next one. Biased if they also paid for its heavy
+                // fence against full-fence reads; else symmetric, which
+                // serves them almost as cheaply and revokes with a plain
+                // fence.
+                table.shrink_multiplier();
+                if reads.saturating_mul(TUNING.pc_sym_read_ns) >= fence_ns {
+                    return Some(keep | FAST | stamp_at(end));
+                }
+                return Some(keep | FAST | SYM | stamp_at(end));
             }
             if dear {
                 return Some(keep | FAST | SYM | stamp_at(end));
@@ -1007,19 +1015,19 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // Rounded up, so that a real window never ends early.
             return Some(keep | stamp_at(end + window + (1 << UNIT_SHIFT)));
         }
-        // Symmetric: decide by the time since the previous write.
-        let gap = since_stamp(old, now);
-        // A gap beyond the stamp's range counts as `pc_rare_ns`.
-        let average = table.sym_gap_average(if gap < 0 {
-            TUNING.pc_rare_ns
-        } else {
-            gap as u64
-        });
-        if average < TUNING.pc_dense_ns {
-            // Dense writes: readers go to the underlying lock for a while,
-            // and come back symmetric.
+        // Symmetric: decide by the reads since the class's last revocation
+        // and by the time since the previous write.
+        let cost = P::now_ns().saturating_sub(now).max(1);
+        let saved = u64::from(table.fast_reads_since(fast_reads))
+            .saturating_mul(TUNING.pc_read_saving_ns);
+        if saved < cost.saturating_mul(TUNING.pc_sym_pay_factor) {
+            // Too few reads per write to pay for revoking at each: readers
+            // go to the underlying lock for a while, and come back
+            // symmetric. (Counted in reads, not time, this does not depend
+            // on how fast the machine runs the reads.)
             return Some(keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns));
         }
+        let gap = since_stamp(old, now);
         // Rare: the heavy fence the biased mode would pay at the next
         // write (the cheaper of the last two: one may have been preempted)
         // is at most 1/pc_keep_factor of the gap (the keep rule of a biased

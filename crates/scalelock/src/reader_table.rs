@@ -252,9 +252,6 @@ pub struct ReaderTable {
     /// Symmetric revocations of the class's locks (wrapping): one in
     /// `pc_sym_probe` tries the biased mode again.
     sym_revocations: AtomicU32,
-    /// Average gap between symmetric writes of the class's locks, ns
-    /// (`sym_gap_average`; 0: none yet).
-    sym_gap_ns: AtomicU32,
     /// Key of the platform whose locks use this table (0: not bound yet).
     platform: AtomicU64,
     /// Tests: every asymmetric revocation switches to the symmetric mode.
@@ -323,7 +320,6 @@ impl ReaderTable {
             fence_floor_ns: AtomicU32::new(0),
             revocation_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
-            sym_gap_ns: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
         }
@@ -348,7 +344,6 @@ impl ReaderTable {
             fence_floor_ns: AtomicU32::new(0),
             revocation_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
-            sym_gap_ns: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
         }
@@ -433,18 +428,6 @@ impl ReaderTable {
         let (prev, floor) = record_cost(&self.fence_ns, ns);
         self.fence_floor_ns.store(floor as u32, Ordering::Relaxed);
         ns >= dear_ns && prev >= dear_ns
-    }
-
-    /// Folds the gap `ns` between two symmetric writes into the class's
-    /// average (weight 1/8) and returns the new average: one pair of writes
-    /// that met by chance is not a dense phase. Relaxed: a hint.
-    #[inline]
-    pub(crate) fn sym_gap_average(&self, ns: u64) -> u64 {
-        let ns = ns.min(u64::from(u32::MAX));
-        let old = u64::from(self.sym_gap_ns.load(Ordering::Relaxed));
-        let avg = if old == 0 { ns } else { old - old / 8 + ns / 8 };
-        self.sym_gap_ns.store(avg.max(1) as u32, Ordering::Relaxed);
-        avg
     }
 
     /// Counts a symmetric revocation; true on one in `every`, when the lock

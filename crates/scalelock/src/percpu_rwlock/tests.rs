@@ -554,31 +554,6 @@ fn symmetric_mode_returns_to_the_bias_when_writes_thin_out() {
     );
 }
 
-/// The symmetric mode's "dense" rule weighs the class's average gap
-/// between writes: one pair of writes that met by chance among sparse ones
-/// does not inhibit the bias for `pc_dense_window_ns`, a run of close
-/// writes does.
-#[test]
-fn one_close_pair_of_symmetric_writes_is_not_a_dense_phase() {
-    let table = ReaderTable::new();
-    let sparse = 4 * TUNING.pc_dense_ns;
-    for _ in 0..16 {
-        table.sym_gap_average(sparse);
-    }
-    assert!(table.sym_gap_average(1) >= TUNING.pc_dense_ns);
-    let mut average = u64::MAX;
-    for _ in 0..32 {
-        average = table.sym_gap_average(TUNING.pc_dense_ns / 10);
-    }
-    assert!(
-        average < TUNING.pc_dense_ns,
-        "close writes in a row: {average} ns"
-    );
-    // The first gap a table sees is its average.
-    let fresh = ReaderTable::new();
-    assert_eq!(fresh.sym_gap_average(7), 7);
-}
-
 #[test]
 fn recursive_reads_any_order() {
     let raw = Raw::new();

@@ -132,24 +132,35 @@ pub(crate) struct Tuning {
     /// 1000th op lost the bias at each write, because the biased reads
     /// between two writes took a few microseconds, under 8 revocations.
     pub pc_keep_factor: u64,
-    /// What one biased read saves against a read on the underlying lock
-    /// (two atomic read-modify-writes of a shared word against a store and
-    /// two loads of the reader's own line), ns: a revocation that the
-    /// biased reads since the class's last one paid for at this rate keeps
-    /// the bias. Low for a fast CPU with no other reader, where the saving
-    /// is least; with readers on other CPUs the underlying word bounces and
-    /// a read there costs far more.
+    /// What one read on a slot (biased or symmetric) saves against a read
+    /// on the underlying lock (two atomic read-modify-writes of a shared
+    /// word against a store and two loads of the reader's own line), ns: a
+    /// revocation that the slot reads since the class's last one paid for
+    /// at this rate keeps the readers on their slots. Low for a fast CPU
+    /// with no other reader, where the saving is least; with readers on
+    /// other CPUs the underlying word bounces and a read there costs far
+    /// more.
     pub pc_read_saving_ns: u64,
+    /// What a symmetric read's full fence costs over a biased read's
+    /// compiler fence, ns (a full fence after a store to a line the reader
+    /// owns: little): a biased revocation whose reads paid for it
+    /// (`pc_read_saving_ns`) but, at this rate, not for its heavy fence
+    /// goes symmetric rather than biased; the symmetric mode serves those
+    /// reads almost as cheaply, without a `membarrier` at every write.
+    pub pc_sym_read_ns: u64,
+    /// A symmetric revocation whose slot reads since the class's last one
+    /// (at `pc_read_saving_ns` each) saved less than this many times its
+    /// own measured cost inhibits the bias for `pc_dense_window_ns`: too
+    /// few reads per write to pay for revoking at every write. (The
+    /// measured cost leaves out what the write costs the readers after it:
+    /// their slot lines, which the scan read, and the state line, which it
+    /// wrote twice, are each a cache miss at their next read.)
+    pub pc_sym_pay_factor: u64,
     /// A revocation within this many revocation costs of the bias coming
     /// back doubles the class's inhibition multiplier.
     pub pc_wasted_factor: u64,
-    /// Symmetric writes whose average gap (the class's, each new gap
-    /// weighing 1/8) is under this inhibit the bias. Averaged, because one
-    /// pair of writes that meet by chance is not a dense phase: with the
-    /// last gap alone and 300 ns, writes 2.5 µs apart on average (two
-    /// threads, 99.9% reads) kept falling into 1 ms inhibition windows.
-    pub pc_dense_ns: u64,
-    /// How long dense symmetric writes inhibit the bias.
+    /// How long symmetric writes with too few reads between them
+    /// (`pc_sym_pay_factor`) inhibit the bias.
     pub pc_dense_window_ns: u64,
     /// Symmetric writes further apart than this, or than `pc_keep_factor`
     /// times the class's last heavy fence if that is less, bring the
@@ -213,8 +224,9 @@ const NATIVE: Tuning = Tuning {
     pc_sym_probe: 64,
     pc_keep_factor: 4,
     pc_read_saving_ns: 10,
+    pc_sym_read_ns: 2,
+    pc_sym_pay_factor: 4,
     pc_wasted_factor: 4,
-    pc_dense_ns: 1_000,
     pc_dense_window_ns: 1_000_000,
     pc_rare_ns: 500_000,
 
@@ -269,8 +281,9 @@ const LOOM: Tuning = Tuning {
     pc_keep_factor: 8,
     // Off: the models decide by the stepped times alone.
     pc_read_saving_ns: 0,
+    pc_sym_read_ns: 0,
+    pc_sym_pay_factor: 4,
     pc_wasted_factor: 4,
-    pc_dense_ns: 1_000,
     pc_dense_window_ns: 1_000_000,
     pc_rare_ns: 500_000,
 
