@@ -985,7 +985,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                 // per read in the symmetric mode (a single reader thread
                 // whose heavy fence is dear only because the machine is
                 // slow would otherwise pay that fence on every read).
-                table.shrink_multiplier();
+table.shrink_multiplier();
                 return Some(keep | FAST | stamp_at(end));
             }
             if reads.saturating_mul(TUNING.pc_read_saving_ns) >= cost {
@@ -997,14 +997,21 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                 // fence.
                 table.shrink_multiplier();
                 if reads.saturating_mul(TUNING.pc_sym_read_ns) >= fence_ns {
-                    return Some(keep | FAST | stamp_at(end));
+return Some(keep | FAST | stamp_at(end));
                 }
+return Some(keep | FAST | SYM | stamp_at(end));
+            }
+            // What a symmetric revocation would have cost: this one
+            // without its heavy fence.
+            let scan = cost.saturating_sub(fence_ns).max(1);
+            if dear || symmetric_pays(reads, scan) {
+                // Other CPUs run our readers (the fence was dear twice), or
+                // the reads pay for revoking at every write if the
+                // revocation is symmetric (the rule that keeps a symmetric
+                // lock symmetric): go symmetric.
                 return Some(keep | FAST | SYM | stamp_at(end));
             }
-            if dear {
-                return Some(keep | FAST | SYM | stamp_at(end));
-            }
-            if (on_for as u64) < cost.saturating_mul(TUNING.pc_wasted_factor) {
+if (on_for as u64) < cost.saturating_mul(TUNING.pc_wasted_factor) {
                 table.grow_multiplier();
             } else {
                 table.shrink_multiplier();
@@ -1017,15 +1024,14 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
         // Symmetric: decide by the reads since the class's last revocation
         // and by the time since the previous write.
-        let cost = P::now_ns().saturating_sub(now).max(1);
-        let saved = u64::from(table.fast_reads_since(fast_reads))
-            .saturating_mul(TUNING.pc_read_saving_ns);
-        if saved < cost.saturating_mul(TUNING.pc_sym_pay_factor) {
+        let cost = table.sym_revocation_floor(P::now_ns().saturating_sub(now).max(1));
+        let reads = table.sym_reads_average(table.fast_reads_since(fast_reads));
+        if !symmetric_pays(reads, cost) {
             // Too few reads per write to pay for revoking at each: readers
             // go to the underlying lock for a while, and come back
             // symmetric. (Counted in reads, not time, this does not depend
             // on how fast the machine runs the reads.)
-            return Some(keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns));
+return Some(keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns));
         }
         let gap = since_stamp(old, now);
         // Rare: the heavy fence the biased mode would pay at the next
@@ -1043,9 +1049,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // Rare writes (or a gap too long for the stamp to tell), or
             // time to measure the heavy fence again: biased (the bias is
             // on from now).
-            return Some(keep | bias::<P>() | stamp_at(now));
+return Some(keep | bias::<P>() | stamp_at(now));
         }
-        Some(keep | FAST | SYM | stamp_at(now))
+Some(keep | FAST | SYM | stamp_at(now))
     }
 
     /// Sets the state a write leaves at unlock or downgrade (mode, stamp,
@@ -1112,6 +1118,16 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         self.state.fetch_or(FAST, Ordering::Release);
         false
     }
+}
+
+/// Whether revoking symmetric reads at every write pays for itself:
+/// `reads` slot reads per write, against a symmetric revocation's cost
+/// `cost_ns` (see `pc_sym_pay_factor`).
+#[inline]
+fn symmetric_pays(reads: u64, cost_ns: u64) -> bool {
+    reads >= TUNING.pc_sym_min_reads
+        && reads.saturating_mul(TUNING.pc_read_saving_ns)
+            >= cost_ns.saturating_mul(TUNING.pc_sym_pay_factor)
 }
 
 /// The bias a lock (re)gains: `FAST`, biased, where the platform's fences
@@ -1638,3 +1654,4 @@ mod held_list {
 mod loom_models;
 #[cfg(all(test, feature = "std", not(loom)))]
 mod tests;
+

@@ -252,6 +252,11 @@ pub struct ReaderTable {
     /// Symmetric revocations of the class's locks (wrapping): one in
     /// `pc_sym_probe` tries the biased mode again.
     sym_revocations: AtomicU32,
+    /// The last symmetric revocation's cost, ns (`sym_revocation_floor`).
+    sym_revocation_ns: AtomicU32,
+    /// Slot reads per symmetric revocation, averaged, in 1/16ths
+    /// (`sym_reads_average`; 0: none yet).
+    sym_reads_x16: AtomicU32,
     /// Key of the platform whose locks use this table (0: not bound yet).
     platform: AtomicU64,
     /// Tests: every asymmetric revocation switches to the symmetric mode.
@@ -320,6 +325,8 @@ impl ReaderTable {
             fence_floor_ns: AtomicU32::new(0),
             revocation_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
+            sym_revocation_ns: AtomicU32::new(0),
+            sym_reads_x16: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
         }
@@ -344,6 +351,8 @@ impl ReaderTable {
             fence_floor_ns: AtomicU32::new(0),
             revocation_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
+            sym_revocation_ns: AtomicU32::new(0),
+            sym_reads_x16: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
         }
@@ -428,6 +437,29 @@ impl ReaderTable {
         let (prev, floor) = record_cost(&self.fence_ns, ns);
         self.fence_floor_ns.store(floor as u32, Ordering::Relaxed);
         ns >= dear_ns && prev >= dear_ns
+    }
+
+    /// Records the cost `ns` of a symmetric revocation and returns the
+    /// cheaper of it and the previous one: one that waited for a reader
+    /// inside its read section, or was interrupted, is not what revoking
+    /// costs. Relaxed: a hint.
+    #[inline]
+    pub(crate) fn sym_revocation_floor(&self, ns: u64) -> u64 {
+        record_cost(&self.sym_revocation_ns, ns).1
+    }
+
+    /// Folds the slot reads since the class's last revocation, `reads`,
+    /// seen at a symmetric revocation, into the class's average (each new
+    /// figure weighing 1/8) and returns the new average: with several
+    /// writers, two writes that meet by chance see few reads between them,
+    /// which says nothing of the read share. Relaxed: a hint.
+    #[inline]
+    pub(crate) fn sym_reads_average(&self, reads: u32) -> u64 {
+        let new = u64::from(reads.min(1 << 27)) * 16;
+        let old = u64::from(self.sym_reads_x16.load(Ordering::Relaxed));
+        let avg = if old == 0 { new } else { old - old / 8 + new / 8 };
+        self.sym_reads_x16.store(avg.max(1) as u32, Ordering::Relaxed);
+        avg / 16
     }
 
     /// Counts a symmetric revocation; true on one in `every`, when the lock

@@ -148,14 +148,20 @@ pub(crate) struct Tuning {
     /// goes symmetric rather than biased; the symmetric mode serves those
     /// reads almost as cheaply, without a `membarrier` at every write.
     pub pc_sym_read_ns: u64,
-    /// A symmetric revocation whose slot reads since the class's last one
-    /// (at `pc_read_saving_ns` each) saved less than this many times its
-    /// own measured cost inhibits the bias for `pc_dense_window_ns`: too
-    /// few reads per write to pay for revoking at every write. (The
-    /// measured cost leaves out what the write costs the readers after it:
-    /// their slot lines, which the scan read, and the state line, which it
-    /// wrote twice, are each a cache miss at their next read.)
+    /// The symmetric mode pays when the slot reads per write (the class's
+    /// average) number at least `pc_sym_min_reads` and, at
+    /// `pc_read_saving_ns` each, save at least `pc_sym_pay_factor` times
+    /// a symmetric revocation's measured cost (the cheaper of the last
+    /// two); else the writes inhibit the bias for `pc_dense_window_ns`.
+    /// The count is the rule on a machine like ours: the measured cost
+    /// leaves out what a write costs the readers after it (their slot
+    /// lines, which the scan read, and the state line, which it wrote
+    /// twice, are each a cache miss at their next read). The cost matters
+    /// where a revocation scans many slots.
     pub pc_sym_pay_factor: u64,
+    /// See `pc_sym_pay_factor`. On 2 CPUs, 1-16 threads: symmetric beat
+    /// the underlying lock at 99 reads per write and lost at 19.
+    pub pc_sym_min_reads: u64,
     /// A revocation within this many revocation costs of the bias coming
     /// back doubles the class's inhibition multiplier.
     pub pc_wasted_factor: u64,
@@ -221,11 +227,12 @@ const NATIVE: Tuning = Tuning {
     pc_writer_steps: 11,
     pc_clock_every: 64,
     pc_sym_cost_ns: 2_000,
-    pc_sym_probe: 64,
+    pc_sym_probe: 512,
     pc_keep_factor: 4,
     pc_read_saving_ns: 10,
     pc_sym_read_ns: 2,
-    pc_sym_pay_factor: 4,
+    pc_sym_pay_factor: 2,
+    pc_sym_min_reads: 48,
     pc_wasted_factor: 4,
     pc_dense_window_ns: 1_000_000,
     pc_rare_ns: 500_000,
@@ -282,7 +289,8 @@ const LOOM: Tuning = Tuning {
     // Off: the models decide by the stepped times alone.
     pc_read_saving_ns: 0,
     pc_sym_read_ns: 0,
-    pc_sym_pay_factor: 4,
+    pc_sym_pay_factor: 2,
+    pc_sym_min_reads: 48,
     pc_wasted_factor: 4,
     pc_dense_window_ns: 1_000_000,
     pc_rare_ns: 500_000,
