@@ -996,7 +996,7 @@ table.shrink_multiplier();
                 // serves them almost as cheaply and revokes with a plain
                 // fence.
                 table.shrink_multiplier();
-                if reads.saturating_mul(TUNING.pc_sym_read_ns) >= fence_ns {
+                if reads.saturating_mul(TUNING.pc_sym_read_ns) >= table.fence_floor_ns() {
 return Some(keep | FAST | stamp_at(end));
                 }
 return Some(keep | FAST | SYM | stamp_at(end));

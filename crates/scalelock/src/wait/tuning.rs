@@ -230,7 +230,7 @@ const NATIVE: Tuning = Tuning {
     pc_sym_probe: 512,
     pc_keep_factor: 4,
     pc_read_saving_ns: 10,
-    pc_sym_read_ns: 2,
+    pc_sym_read_ns: 5,
     pc_sym_pay_factor: 2,
     pc_sym_min_reads: 48,
     pc_wasted_factor: 4,
