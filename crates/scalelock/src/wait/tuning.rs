@@ -227,7 +227,7 @@ const NATIVE: Tuning = Tuning {
     pc_writer_steps: 11,
     pc_clock_every: 64,
     pc_sym_cost_ns: 2_000,
-    pc_sym_probe: 512,
+    pc_sym_probe: 64,
     pc_keep_factor: 4,
     pc_read_saving_ns: 10,
     pc_sym_read_ns: 5,
