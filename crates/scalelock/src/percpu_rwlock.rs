@@ -976,42 +976,47 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // more than the stamp's range ago.
             let on_for = since_stamp(old, now);
             let typical = table.revocation_floor(cost);
-            // The biased reads since the class's last revocation.
+            // The slot reads since the class's last revocation.
             let reads = u64::from(table.fast_reads_since(fast_reads));
-            if on_for < 0 || (on_for as u64) >= typical.saturating_mul(TUNING.pc_keep_factor) {
-                // Sparse writes: revoking at each costs at most
-                // 1/pc_keep_factor of the time, less than readers lose on
-                // the underlying lock during a window, or on a full fence
-                // per read in the symmetric mode (a single reader thread
-                // whose heavy fence is dear only because the machine is
-                // slow would otherwise pay that fence on every read).
-table.shrink_multiplier();
+            // Sparse writes: revoking at each costs at most 1/pc_keep_factor
+            // of the time, less than readers lose on the underlying lock
+            // during a window, or on a full fence per read in the symmetric
+            // mode (a single reader thread whose heavy fence is dear only
+            // because the machine is slow would otherwise pay that fence on
+            // every read).
+            let sparse =
+                on_for < 0 || (on_for as u64) >= typical.saturating_mul(TUNING.pc_keep_factor);
+            // The reads paid for this revocation against the underlying
+            // lock: at the same rate of reads and writes, they pay for the
+            // next one.
+            let paid = reads.saturating_mul(TUNING.pc_read_saving_ns) >= cost;
+            // Biased reads are cheaper than symmetric ones by a full fence
+            // each; they paid for the heavy fence (the cheaper of the
+            // class's last two) too.
+            let fence_paid = reads.saturating_mul(TUNING.pc_sym_read_ns) >= table.fence_floor_ns();
+            if sparse || (paid && fence_paid) {
+                table.shrink_multiplier();
+                table.sym_probe_kept();
                 return Some(keep | FAST | stamp_at(end));
             }
-            if reads.saturating_mul(TUNING.pc_read_saving_ns) >= cost {
-                // The reads paid for this revocation against the underlying
-                // lock: at the same rate of reads and writes, they pay for
-                // the next one. Biased if they also paid for its heavy
-                // fence against full-fence reads; else symmetric, which
-                // serves them almost as cheaply and revokes with a plain
-                // fence.
-                table.shrink_multiplier();
-                if reads.saturating_mul(TUNING.pc_sym_read_ns) >= table.fence_floor_ns() {
-return Some(keep | FAST | stamp_at(end));
-                }
-return Some(keep | FAST | SYM | stamp_at(end));
-            }
-            // What a symmetric revocation would have cost: this one
-            // without its heavy fence.
+            // What a symmetric revocation would have cost: this one without
+            // its heavy fence.
             let scan = cost.saturating_sub(fence_ns).max(1);
-            if dear || symmetric_pays(reads, scan) {
-                // Other CPUs run our readers (the fence was dear twice), or
-                // the reads pay for revoking at every write if the
-                // revocation is symmetric (the rule that keeps a symmetric
-                // lock symmetric): go symmetric.
+            if paid || dear || symmetric_pays(reads, scan) {
+                // The reads paid for the revocation but not for its heavy
+                // fence (the symmetric mode serves them almost as cheaply and
+                // revokes with a plain fence); or other CPUs run our readers
+                // (the fence was dear twice); or the reads pay for revoking
+                // at every write with a symmetric revocation (the rule that
+                // keeps a symmetric lock symmetric): go symmetric, and probe
+                // the bias less often.
+                if paid {
+                    table.shrink_multiplier();
+                }
+                table.sym_probe_failed(TUNING.pc_sym_probe, TUNING.pc_sym_probe_max);
                 return Some(keep | FAST | SYM | stamp_at(end));
             }
-if (on_for as u64) < cost.saturating_mul(TUNING.pc_wasted_factor) {
+            if (on_for as u64) < cost.saturating_mul(TUNING.pc_wasted_factor) {
                 table.grow_multiplier();
             } else {
                 table.shrink_multiplier();
@@ -1031,7 +1036,7 @@ if (on_for as u64) < cost.saturating_mul(TUNING.pc_wasted_factor) {
             // go to the underlying lock for a while, and come back
             // symmetric. (Counted in reads, not time, this does not depend
             // on how fast the machine runs the reads.)
-return Some(keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns));
+            return Some(keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns));
         }
         let gap = since_stamp(old, now);
         // Rare: the heavy fence the biased mode would pay at the next
@@ -1049,9 +1054,9 @@ return Some(keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns));
             // Rare writes (or a gap too long for the stamp to tell), or
             // time to measure the heavy fence again: biased (the bias is
             // on from now).
-return Some(keep | bias::<P>() | stamp_at(now));
+            return Some(keep | bias::<P>() | stamp_at(now));
         }
-Some(keep | FAST | SYM | stamp_at(now))
+        Some(keep | FAST | SYM | stamp_at(now))
     }
 
     /// Sets the state a write leaves at unlock or downgrade (mode, stamp,
@@ -1654,4 +1659,3 @@ mod held_list {
 mod loom_models;
 #[cfg(all(test, feature = "std", not(loom)))]
 mod tests;
-
