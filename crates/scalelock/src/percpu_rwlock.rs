@@ -988,13 +988,12 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                 on_for < 0 || (on_for as u64) >= typical.saturating_mul(TUNING.pc_keep_factor);
             // The reads paid for this revocation against the underlying
             // lock: at the same rate of reads and writes, they pay for the
-            // next one.
-            let paid = reads.saturating_mul(TUNING.pc_read_saving_ns) >= cost;
-            // Biased reads are cheaper than symmetric ones by a full fence
-            // each; they paid for the heavy fence (the cheaper of the
-            // class's last two) too.
-            let fence_paid = reads.saturating_mul(TUNING.pc_sym_read_ns) >= table.fence_floor_ns();
-            if sparse || (paid && fence_paid) {
+            // next one. Its heavy fence counts twice: the other CPUs that
+            // run our threads each spent about as long in it (the
+            // `membarrier` interrupts them), which the writer's clock
+            // does not see.
+            let paid = reads.saturating_mul(TUNING.pc_read_saving_ns) >= cost + fence_ns;
+            if sparse || paid {
                 table.shrink_multiplier();
                 table.sym_probe_kept();
                 return Some(keep | FAST | stamp_at(end));
@@ -1002,17 +1001,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // What a symmetric revocation would have cost: this one without
             // its heavy fence.
             let scan = cost.saturating_sub(fence_ns).max(1);
-            if paid || dear || symmetric_pays(reads, scan) {
-                // The reads paid for the revocation but not for its heavy
-                // fence (the symmetric mode serves them almost as cheaply and
-                // revokes with a plain fence); or other CPUs run our readers
-                // (the fence was dear twice); or the reads pay for revoking
-                // at every write with a symmetric revocation (the rule that
-                // keeps a symmetric lock symmetric): go symmetric, and probe
-                // the bias less often.
-                if paid {
-                    table.shrink_multiplier();
-                }
+            if dear || symmetric_pays(reads, scan) {
+                // Other CPUs run our readers (the fence was dear twice), or
+                // the reads pay for revoking at every write with a
+                // symmetric revocation (the rule that keeps a symmetric lock
+                // symmetric): go symmetric, and probe the bias less often.
                 table.sym_probe_failed(TUNING.pc_sym_probe, TUNING.pc_sym_probe_max);
                 return Some(keep | FAST | SYM | stamp_at(end));
             }

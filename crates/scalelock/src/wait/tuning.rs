@@ -147,13 +147,6 @@ pub(crate) struct Tuning {
     /// other CPUs the underlying word bounces and a read there costs far
     /// more.
     pub pc_read_saving_ns: u64,
-    /// What a symmetric read's full fence costs over a biased read's
-    /// compiler fence, ns (a full fence after a store to a line the reader
-    /// owns: little): a biased revocation whose reads paid for it
-    /// (`pc_read_saving_ns`) but, at this rate, not for its heavy fence
-    /// goes symmetric rather than biased; the symmetric mode serves those
-    /// reads almost as cheaply, without a `membarrier` at every write.
-    pub pc_sym_read_ns: u64,
     /// The symmetric mode pays when the slot reads per write (the class's
     /// average) number at least `pc_sym_min_reads` and, at
     /// `pc_read_saving_ns` each, save at least `pc_sym_pay_factor` times
@@ -237,7 +230,6 @@ const NATIVE: Tuning = Tuning {
     pc_sym_probe_max: 1024,
     pc_keep_factor: 4,
     pc_read_saving_ns: 10,
-    pc_sym_read_ns: 5,
     pc_sym_pay_factor: 2,
     pc_sym_min_reads: 48,
     pc_wasted_factor: 4,
@@ -296,7 +288,6 @@ const LOOM: Tuning = Tuning {
     pc_keep_factor: 8,
     // Off: the models decide by the stepped times alone.
     pc_read_saving_ns: 0,
-    pc_sym_read_ns: 0,
     pc_sym_pay_factor: 2,
     pc_sym_min_reads: 48,
     pc_wasted_factor: 4,
