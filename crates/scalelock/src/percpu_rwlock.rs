@@ -995,7 +995,6 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             let paid = reads.saturating_mul(TUNING.pc_read_saving_ns) >= cost + fence_ns;
             if sparse || paid {
                 table.shrink_multiplier();
-                table.sym_probe_kept();
                 return Some(keep | FAST | stamp_at(end));
             }
             // What a symmetric revocation would have cost: this one without
@@ -1005,8 +1004,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                 // Other CPUs run our readers (the fence was dear twice), or
                 // the reads pay for revoking at every write with a
                 // symmetric revocation (the rule that keeps a symmetric lock
-                // symmetric): go symmetric, and probe the bias less often.
-                table.sym_probe_failed(TUNING.pc_sym_probe, TUNING.pc_sym_probe_max);
+                // symmetric): go symmetric.
                 return Some(keep | FAST | SYM | stamp_at(end));
             }
             if (on_for as u64) < cost.saturating_mul(TUNING.pc_wasted_factor) {

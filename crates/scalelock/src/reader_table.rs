@@ -252,9 +252,6 @@ pub struct ReaderTable {
     /// Symmetric revocations of the class's locks (wrapping): one in
     /// `pc_sym_probe` tries the biased mode again.
     sym_revocations: AtomicU32,
-    /// Symmetric revocations between two probes of the biased mode
-    /// (`sym_probe_failed`; 0: the base interval).
-    sym_probe_every: AtomicU32,
     /// The last symmetric revocation's cost, ns (`sym_revocation_floor`).
     sym_revocation_ns: AtomicU32,
     /// Slot reads per symmetric revocation, averaged, in 1/16ths
@@ -329,7 +326,6 @@ impl ReaderTable {
             revocation_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
             sym_revocation_ns: AtomicU32::new(0),
-            sym_probe_every: AtomicU32::new(0),
             sym_reads_x16: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
@@ -356,7 +352,6 @@ impl ReaderTable {
             revocation_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
             sym_revocation_ns: AtomicU32::new(0),
-            sym_probe_every: AtomicU32::new(0),
             sym_reads_x16: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
@@ -472,35 +467,13 @@ impl ReaderTable {
         avg / 16
     }
 
-    /// Counts a symmetric revocation; true on one in the class's probe
-    /// interval (`every` at first, see `sym_probe_failed`), when the lock
-    /// should try the biased mode again. Relaxed loads and stores: a hint.
+    /// Counts a symmetric revocation; true on one in `every`, when the lock
+    /// should try the biased mode again. Relaxed load and store: a hint.
     #[inline]
     pub(crate) fn sym_probe_due(&self, every: u32) -> bool {
         let n = self.sym_revocations.load(Ordering::Relaxed).wrapping_add(1);
-        let interval = self.sym_probe_every.load(Ordering::Relaxed).max(every);
-        let due = n >= interval;
-        self.sym_revocations
-            .store(if due { 0 } else { n }, Ordering::Relaxed);
-        due
-    }
-
-    /// A biased revocation went (back) to the symmetric mode: doubles the
-    /// probe interval, from `every` up to `max`. Relaxed: a hint.
-    #[inline]
-    pub(crate) fn sym_probe_failed(&self, every: u32, max: u32) {
-        let cur = self.sym_probe_every.load(Ordering::Relaxed).max(every);
-        self.sym_probe_every
-            .store(cur.saturating_mul(2).min(max.max(every)), Ordering::Relaxed);
-    }
-
-    /// A biased revocation kept the bias: probes come at the base interval
-    /// again. Relaxed: a hint.
-    #[inline]
-    pub(crate) fn sym_probe_kept(&self) {
-        if self.sym_probe_every.load(Ordering::Relaxed) != 0 {
-            self.sym_probe_every.store(0, Ordering::Relaxed);
-        }
+        self.sym_revocations.store(n, Ordering::Relaxed);
+        n.is_multiple_of(every)
     }
 
     /// Test support (model checks, which have no clock to measure a

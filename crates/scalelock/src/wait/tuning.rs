@@ -123,12 +123,6 @@ pub(crate) struct Tuning {
     /// to measure the heavy fence anew (so one dear spell does not make the
     /// symmetric mode stick while writes keep coming).
     pub pc_sym_probe: u32,
-    /// A probe whose biased revocation went back to the symmetric mode
-    /// doubles the class's probe interval, up to this many symmetric
-    /// revocations; one that kept the bias resets it to `pc_sym_probe`. (A
-    /// probe's `membarrier` costs as much as tens of symmetric
-    /// revocations.)
-    pub pc_sym_probe_max: u32,
     /// A revocation after the bias was on for at least this many
     /// revocation costs brings the bias back at unlock, with no inhibition
     /// window: revoking at writes this sparse costs at most this fraction
@@ -227,7 +221,6 @@ const NATIVE: Tuning = Tuning {
     pc_clock_every: 64,
     pc_sym_cost_ns: 2_000,
     pc_sym_probe: 64,
-    pc_sym_probe_max: 1024,
     pc_keep_factor: 4,
     pc_read_saving_ns: 10,
     pc_sym_pay_factor: 2,
@@ -284,7 +277,6 @@ const LOOM: Tuning = Tuning {
     pc_sym_cost_ns: 2_000,
     // Every other symmetric revocation probes: models reach the switch.
     pc_sym_probe: 2,
-    pc_sym_probe_max: 2,
     pc_keep_factor: 8,
     // Off: the models decide by the stepped times alone.
     pc_read_saving_ns: 0,
