@@ -1018,17 +1018,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // Rounded up, so that a real window never ends early.
             return Some(keep | stamp_at(end + window + (1 << UNIT_SHIFT)));
         }
-        // Symmetric: decide by the reads since the class's last revocation
-        // and by the time since the previous write.
+        // Symmetric: decide by the time since the previous write, then by
+        // the reads per write.
         let cost = table.sym_revocation_floor(P::now_ns().saturating_sub(now).max(1));
         let reads = table.sym_reads_average(table.fast_reads_since(fast_reads));
-        if !symmetric_pays(reads, cost) {
-            // Too few reads per write to pay for revoking at each: readers
-            // go to the underlying lock for a while, and come back
-            // symmetric. (Counted in reads, not time, this does not depend
-            // on how fast the machine runs the reads.)
-            return Some(keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns));
-        }
         let gap = since_stamp(old, now);
         // Rare: the heavy fence the biased mode would pay at the next
         // write (the cheaper of the last two: one may have been preempted)
@@ -1046,6 +1039,13 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // time to measure the heavy fence again: biased (the bias is
             // on from now).
             return Some(keep | bias::<P>() | stamp_at(now));
+        }
+        if !symmetric_pays(reads, cost) {
+            // Too few reads per write to pay for revoking at each: readers
+            // go to the underlying lock for a while, and come back
+            // symmetric. (Counted in reads, not time, this does not depend
+            // on how fast the machine runs the reads.)
+            return Some(keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns));
         }
         Some(keep | FAST | SYM | stamp_at(now))
     }

@@ -554,6 +554,63 @@ fn symmetric_mode_returns_to_the_bias_when_writes_thin_out() {
     );
 }
 
+/// The symmetric mode stays while the reads per write pay for revoking at
+/// every write: a count (`pc_sym_min_reads`) and, where a revocation is
+/// dear (many slots to scan), its cost; below either, writes inhibit the
+/// bias.
+#[test]
+fn symmetric_mode_stays_while_reads_per_write_pay() {
+    let min = TUNING.pc_sym_min_reads;
+    // Cheap revocations: the count decides.
+    assert!(symmetric_pays(min, 1));
+    assert!(symmetric_pays(10 * min, 1));
+    assert!(!symmetric_pays(min - 1, 1));
+    assert!(!symmetric_pays(0, 1));
+    // A dear revocation needs the reads to save `pc_sym_pay_factor` times
+    // its cost.
+    let reads = 4 * min;
+    let dear = reads * TUNING.pc_read_saving_ns / TUNING.pc_sym_pay_factor;
+    assert!(symmetric_pays(reads, dear));
+    assert!(!symmetric_pays(reads, dear + 1));
+}
+
+/// The reads per symmetric revocation are averaged: with several writers,
+/// two writes that meet by chance see few reads between them, and one such
+/// pair among many reads does not inhibit the bias; a run of them does.
+#[test]
+fn one_close_pair_of_symmetric_writes_is_not_a_dense_phase() {
+    let table = ReaderTable::new();
+    let many = (4 * TUNING.pc_sym_min_reads) as u32;
+    for _ in 0..16 {
+        assert_eq!(table.sym_reads_average(many), u64::from(many));
+    }
+    let avg = table.sym_reads_average(1);
+    assert!(symmetric_pays(avg, 1), "one close pair: {avg} reads");
+    let mut average = u64::MAX;
+    for _ in 0..32 {
+        average = table.sym_reads_average(2);
+    }
+    assert!(
+        !symmetric_pays(average, 1),
+        "close writes in a row: {average}"
+    );
+    // The first figure a table sees is its average.
+    let fresh = ReaderTable::new();
+    assert_eq!(fresh.sym_reads_average(7), 7);
+}
+
+/// A symmetric revocation's cost for the rule above is the cheaper of the
+/// class's last two: one that waited for a reader inside its section does
+/// not inhibit the bias.
+#[test]
+fn one_slow_symmetric_revocation_is_not_the_cost() {
+    let table = ReaderTable::new();
+    assert_eq!(table.sym_revocation_floor(40), 40);
+    assert_eq!(table.sym_revocation_floor(50_000), 40);
+    assert_eq!(table.sym_revocation_floor(60_000), 50_000);
+    assert_eq!(table.sym_revocation_floor(45), 45);
+}
+
 #[test]
 fn recursive_reads_any_order() {
     let raw = Raw::new();
