@@ -37,37 +37,45 @@
 //!
 //! | mode | state | a read costs | a write costs | chosen when |
 //! | --- | --- | --- | --- | --- |
-//! | biased | `FAST` | slot store, *compiler* fence, two loads | a `membarrier` (the *heavy* fence) and a slot scan | writes are rare against the revocation's cost |
-//! | symmetric | `FAST \| SYM` | slot store, a full fence, two loads | a plain full fence and a slot scan | revocations are dear (the membarrier interrupts other busy CPUs) but writes are not dense |
-//! | inhibited | no `FAST` | the underlying read lock, plus a load | the underlying write lock | writes are dense, or a revocation was just paid (BRAVO) |
+//! | biased | `FAST` | slot store, *compiler* fence, two loads | a `membarrier` (the *heavy* fence) and a slot scan | writes are rare against the revocation's cost, or the reads between them pay for it |
+//! | symmetric | `FAST \| SYM` | slot store, a full fence, two loads | a plain full fence and a slot scan | the reads per write pay for a symmetric revocation but not for a biased one (the membarrier interrupts other busy CPUs) |
+//! | inhibited | no `FAST` | the underlying read lock, plus a load | the underlying write lock | too few reads per write, or a revocation was just paid (BRAVO) |
 //!
-//! Each write decides the next mode, under the underlying write lock:
-//! - from **biased**, after a revocation costing `C`:
+//! Each write decides the next mode, under the underlying write lock. Slot
+//! reads (biased and symmetric) count themselves on their slot's line; a
+//! revoking writer sums the counts while it scans, so it knows the reads
+//! `R` since the class's last revocation.
+//! - from **biased**, after a revocation costing `C`, of which the heavy
+//!   fence `F`:
 //!   - if the bias had been on for at least `pc_keep_factor × C'`, where
 //!     `C'` is the cheaper of `C` and the class's previous revocation (one
 //!     revocation that waited for a preempted reader is not the typical
 //!     cost), the writes are sparse enough that revoking at each costs
-//!     little; or if the biased reads since the class's last revocation,
-//!     at `pc_read_saving_ns` each, saved at least `C` (fast reads make
-//!     the bias's time short exactly when it pays most, so time alone
-//!     misses them): stay **biased** (the bias comes back at unlock),
-//!     however dear the fence;
+//!     little; or if `R × pc_read_saving_ns ≥ C + F` (the reads paid for
+//!     the revocation against reads on the underlying lock; the fence
+//!     counts twice, as the CPUs it interrupted spent about as long in
+//!     it): stay **biased** (the bias comes back at unlock), however dear
+//!     the fence;
 //!   - else, if its heavy fence, and the class's previous one, each took
 //!     at least `pc_sym_cost_ns` (other CPUs ran our threads; one dear
-//!     fence alone is more likely an interrupt), go **symmetric**;
+//!     fence alone is more likely an interrupt), or the reads would pay
+//!     for a symmetric revocation (the rule below, against `C − F`), go
+//!     **symmetric**;
 //!   - else stay **inhibited** for `m × C` (BRAVO), where the class's
 //!     multiplier `m` doubles when a revocation follows the bias's return
 //!     quickly and shrinks when it does not; a slow reader re-enables the
 //!     bias once the window is over (reading the clock on one slow read in
 //!     `pc_clock_every`).
-//! - from **symmetric**: writes closer together than `pc_dense_ns` on
-//!   average (the class's, over the last few gaps) go **inhibited** for
-//!   `pc_dense_window_ns` (with `SYM` kept, so the bias comes back
-//!   symmetric);
-//!   writes further apart than `pc_rare_ns`, or than `pc_keep_factor`
-//!   heavy fences (the cheaper of the class's last two), and one symmetric
-//!   revocation in `pc_sym_probe` (to measure the heavy fence again), go
-//!   back to **biased**.
+//! - from **symmetric**: writes further apart than `pc_rare_ns`, or than
+//!   `pc_keep_factor` heavy fences (the cheaper of the class's last two),
+//!   and one symmetric revocation in `pc_sym_probe` (to measure the heavy
+//!   fence again), go back to **biased**; else, unless the class's average
+//!   reads per write number at least `pc_sym_min_reads` and, at
+//!   `pc_read_saving_ns` each, save `pc_sym_pay_factor` times the
+//!   revocation's cost (the cheaper of the last two), they go
+//!   **inhibited** for `pc_dense_window_ns` (with `SYM` kept, so the bias
+//!   comes back symmetric). Counted in reads, not time, the rule does not
+//!   depend on how fast the machine runs the reads.
 //! - a table built `with_inhibition(0)` never inhibits (Xen's policy): each
 //!   write re-enables the bias at unlock.
 //!

@@ -239,7 +239,8 @@ fn default_lock_reader_vs_two_writes() {
 /// Mode switches: the first write revokes the biased mode with the heavy
 /// fence and switches the lock to the symmetric mode (forced here: loom has
 /// no clock to measure the revocation by); the second revokes symmetric
-/// reads with a plain fence and, writes being dense, inhibits the bias
+/// reads with a plain fence and, the reads per write being too few (the
+/// models count no read saving), inhibits the bias
 /// (symmetric kept). A reader reads twice meanwhile, so its reads meet
 /// every mode and every switch; loom reports a data race if a read and a
 /// write overlap.
