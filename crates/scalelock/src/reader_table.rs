@@ -46,13 +46,13 @@
 //!
 //! # Class statistics
 //! A table also keeps what its writers learn about the class (the cost of
-//! the last revocation, the current inhibition multiplier, the average gap
-//! between symmetric writes, the biased reads seen at the last
+//! the last revocations, the current inhibition multiplier, the average
+//! slot reads per symmetric write, the slot reads seen at the last
 //! revocation), from which each write chooses how readers read next (see
-//! `percpu_rwlock`, "Modes"). Each slot counts its owner's biased reads
-//! on the owner's line (a plain load and store next to the slot word the
-//! read writes anyway); a revoking writer, which reads that line to wait
-//! for the slot, sums the counts.
+//! `percpu_rwlock`, "Modes"). Each slot counts its owner's slot reads
+//! (biased and symmetric) on the owner's line (a plain load and store next
+//! to the slot word the read writes anyway); a revoking writer, which reads
+//! that line to wait for the slot, sums the counts.
 //!
 //! [`Platform::reader_slot`]: crate::platform::Platform::reader_slot
 //! [`Platform::reader_slot_bound`]: crate::platform::Platform::reader_slot_bound
@@ -169,9 +169,9 @@ impl Slot {
         n.is_multiple_of(every)
     }
 
-    /// Counts one biased read of the owner (any lock of the table): a plain
-    /// load and store on the owner's own line, which the read writes
-    /// anyway.
+    /// Counts one slot read (biased or symmetric) of the owner (any lock of
+    /// the table): a plain load and store on the owner's own line, which the
+    /// read writes anyway.
     #[inline(always)]
     pub(crate) fn count_fast_read(&self) {
         let c = &self.owner.0.fast_reads;
@@ -179,7 +179,7 @@ impl Slot {
         c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
     }
 
-    /// The owner's biased reads so far (wrapping). Relaxed: a hint.
+    /// The owner's slot reads so far (wrapping). Relaxed: a hint.
     #[inline]
     pub(crate) fn fast_reads(&self) -> u32 {
         self.owner.0.fast_reads.load(Ordering::Relaxed)
@@ -238,8 +238,8 @@ pub struct ReaderTable {
     /// The current (adaptive) multiplier, between the configured one and
     /// `MAX_INHIBIT`.
     multiplier: AtomicU16,
-    /// The sum (wrapping) of the slots' biased-read counts at the class's
-    /// last asymmetric revocation (`fast_reads_since`).
+    /// The sum (wrapping) of the slots' read counts at the class's last
+    /// revocation (`fast_reads_since`).
     fast_reads_seen: AtomicU32,
     /// Cost of the heavy fence of the class's last asymmetric revocation,
     /// ns.
