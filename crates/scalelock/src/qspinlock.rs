@@ -9,8 +9,8 @@
 //! ```text
 //!  byte 0              byte 1                         bytes 2..3
 //! +-------------------+------------------------------+-----------------+
-//! | locked: FREE /    | flags: HEAD_PARKED|GRANTED|  | tail (node      |
-//! | LOCKED / RESERVED |        HANDOFF|PENDING       | index, 0: none) |
+//! | locked: FREE /    | flags: KICK|HEAD_PARKED|     | tail (node      |
+//! | LOCKED / RESERVED |   GRANTED|HANDOFF|PENDING    | index, 0: none) |
 //! +-------------------+------------------------------+-----------------+
 //! ```
 //! Three separate atomics (`AtomicU8`, `AtomicU8`, `AtomicU16`), never
@@ -27,6 +27,7 @@
 //! | `HANDOFF` | the word waiter claims the lock: releases reserve it | the word waiter (or a contender that took a reserved lock whose word waiter did not come); cleared with `PENDING`, or when the word waiter hands `PENDING` on |
 //! | `GRANTED` | a release has committed to reserving the lock for the word waiter: `locked` is `RESERVED`, or the releaser stores it next (or a contender that took the reservation clears `GRANTED` next); the word waiter can no longer give up | the releaser, in an RMW that finds `PENDING` (and `HANDOFF`, unless fair); cleared by the RMW of whoever takes the reserved lock |
 //! | `HEAD_PARKED` | a queue head without predecessor sleeps until `PENDING` clears | that head; cleared by the word waiter's acquiring (or giving-up) RMW, which then wakes it |
+//! | `KICK` | a hint to the word waiter: the lock has room for more threads (a contender found it free, and still free a moment later, during the batch) | such a contender, while `PENDING` is set and `HANDOFF` and `KICK` are not; cleared by the word waiter when it takes the hint up, and by its acquiring or giving-up RMW |
 //! | `tail` | index of the last MCS queue node | `swap` by each newcomer; `cmpxchg -> 0` by the last node leaving; `cmpxchg` back to its predecessor by a last node that gives up |
 //!
 //! A queue node (`qnode`) is `WAITING`/`PARKED` while its owner waits, and
@@ -74,6 +75,8 @@
 //!   queue form, every thread that met the lock held joined the queue,
 //!   whose sleepers come back one batch at a time, and one thread ran at a
 //!   time (a convoy; the README has the figures).
+//!   Such a contender also *kicks* the sleeping word waiter (`KICK`, and a
+//!   wake-up) before it takes the lock: the lock has room for more threads.
 //! - **Word waiter** (`PENDING`): lets the running holder keep the lock for
 //!   a batch (`batch_ns`), two short spins and then a timed sleep on the
 //!   lock's parking bucket, touching the lock's line twice in all. Then it
@@ -83,6 +86,14 @@
 //!   two acquisitions (free a third of the time in a tight loop), and
 //!   looking again cannot tell, because our loads take the holder's line
 //!   and hold it up, free.
+//!   Except after a kick: then it watches the lock for a moment
+//!   (`qs_kick_watch_polls`) and takes it, ending the batch early, if it
+//!   stays free for `qs_kick_free_ns`, which a holder in a tight loop never
+//!   leaves it. Threads that work between critical sections (a
+//!   microsecond inside, two outside) leave that room, and without kicks
+//!   the threads that queued while a holder was preempted came back one
+//!   per batch only: the queue kept most threads asleep and a CPU went
+//!   idle, however much room the lock had.
 //! - **Queue**: further contenders queue MCS-style: `tail.swap(me)`, link
 //!   into the predecessor's node, spin briefly on *their own* node's line,
 //!   then sleep on it. Only the predecessor writes that line: when it
@@ -249,6 +260,11 @@ const HEAD_PARKED: u8 = 1 << 2;
 /// A release committed to reserving the lock for the word waiter, which can
 /// no longer give up (see the module docs).
 const GRANTED: u8 = 1 << 3;
+/// A contender took (or is about to take) a free lock that stayed free
+/// while the word waiter slept through its batch: the lock has room for
+/// more threads, and the word waiter may come for it early (a hint; see
+/// "Word waiter" in the module docs).
+const KICK: u8 = 1 << 4;
 
 /// What a waiter made head by its predecessor knows of the batch it waits
 /// out: when it started, and whose it is (the predecessor's node, if it
@@ -373,8 +389,18 @@ impl<P: Platform> QSpinCore<P> {
                     for _ in 0..TUNING.qs_barge_settle_relaxes {
                         P::relax();
                     }
-                    if self.locked.load(Ordering::Relaxed) == FREE && self.try_lock_fast() {
-                        return true;
+                    if self.locked.load(Ordering::Relaxed) == FREE {
+                        // The lock has room: wake the sleeping word waiter
+                        // to use it too (before we take it, so that it is
+                        // not our critical section its wake-up interrupts).
+                        if self.flags.load(Ordering::Relaxed) & (PENDING | HANDOFF | KICK)
+                            == PENDING
+                        {
+                            self.kick_word_waiter();
+                        }
+                        if self.try_lock_fast() {
+                            return true;
+                        }
                     }
                 }
                 RESERVED => {
@@ -396,6 +422,34 @@ impl<P: Platform> QSpinCore<P> {
             wait.wait::<P>(TUNING.qs_pre_queue_spins);
         }
         false
+    }
+
+    /// Tells the word waiter, asleep through its batch, that the lock has
+    /// room (`KICK`), and wakes it. Relaxed: a hint; the lock itself passes
+    /// by `locked`. At most one wake-up per kick the word waiter takes up.
+    #[cold]
+    fn kick_word_waiter(&self) {
+        self.flags.fetch_or(KICK, Ordering::Relaxed);
+        parking::unpark_all::<P>(self.addr());
+    }
+
+    /// A kicked word waiter's test of a lock seen free: whether it stays
+    /// free for `qs_kick_free_ns` (or `qs_kick_free_polls` polls). A holder
+    /// running a tight loop re-takes it within that (even if our loads slow
+    /// it down), one that works between critical sections does not.
+    fn stays_free(&self) -> bool {
+        let mut clock = BatchClock::start::<P>();
+        loop {
+            for _ in 0..TUNING.qs_barge_settle_relaxes {
+                P::relax();
+            }
+            if self.locked.load(Ordering::Relaxed) != FREE {
+                return false;
+            }
+            if clock.elapsed::<P>(TUNING.qs_kick_free_ns, TUNING.qs_kick_free_polls) {
+                return true;
+            }
+        }
     }
 
     /// We took a reserved lock whose word waiter did not come: the
@@ -473,6 +527,9 @@ impl<P: Platform> QSpinCore<P> {
         // Whether we took the lock by a hand-off (the holder was running a
         // tight loop): our successor then gets our CPU once (`make_head`).
         let mut handed = false;
+        // Polls left in which we watch the lock after a kick: we take it
+        // early if it stays free.
+        let mut watch = 0u32;
         loop {
             // Our ticket, before we look: a reserving release after this
             // (a fair unlock) ends our quiet sleep below.
@@ -487,12 +544,15 @@ impl<P: Platform> QSpinCore<P> {
                     }
                     taken
                 }
-                // A free lock only once we claimed it: before that the
-                // running threads have their batch. (A lock seen free is
-                // often a running holder between two acquisitions, and
-                // looking again cannot tell: our loads take the holder's
+                // A free lock once we claimed it; before that the running
+                // threads have their batch, unless a kick says the lock has
+                // room and it stays free a while. (A lock seen free is often
+                // a running holder between two acquisitions, and a second
+                // look soon after cannot tell: our loads take the holder's
                 // cache line and hold it up, free.)
-                FREE => claimed.is_some() && self.try_lock_fast(),
+                FREE => {
+                    (claimed.is_some() || (watch > 0 && self.stays_free())) && self.try_lock_fast()
+                }
                 _ => false,
             };
             if taken {
@@ -518,9 +578,22 @@ impl<P: Platform> QSpinCore<P> {
                         ev.batch_end();
                         claimed = Some(BatchClock::start::<P>());
                     }
+                    // Kicked: watch the lock for a moment.
+                    Some(_) if watch > 0 => {
+                        watch -= 1;
+                        for _ in 0..TUNING.claimed_poll_relaxes {
+                            P::relax();
+                        }
+                    }
+                    // A kick: take it up (a later one wakes us again).
+                    // Relaxed: a hint, as the kick.
+                    Some(_) if self.flags.load(Ordering::Relaxed) & KICK != 0 => {
+                        self.flags.fetch_and(!KICK, Ordering::Relaxed);
+                        watch = TUNING.qs_kick_watch_polls;
+                    }
                     // The holder runs its batch: wait quietly, off its line
                     // (a couple of short spins, then a sleep for the rest of
-                    // the batch).
+                    // the batch, cut short by a kick).
                     Some(rest) => quiet.wait_with::<P>(|ns| {
                         parking::park_timeout::<P>(ticket, ns.min(rest).min(left));
                     }),
@@ -559,7 +632,7 @@ impl<P: Platform> QSpinCore<P> {
         // wake).
         let keep = if successor.is_some() { PENDING } else { 0 };
         let old = self.flags.fetch_and(
-            !(PENDING | HANDOFF | GRANTED | HEAD_PARKED) | keep,
+            !(PENDING | HANDOFF | GRANTED | HEAD_PARKED | KICK) | keep,
             Ordering::Acquire,
         );
         if old & HEAD_PARKED != 0 {
@@ -592,8 +665,8 @@ impl<P: Platform> QSpinCore<P> {
         }
         // Our successor starts its own batch: no claim of ours stays.
         let clear = match successor {
-            Some(_) => HANDOFF,
-            None => PENDING | HANDOFF | HEAD_PARKED,
+            Some(_) => HANDOFF | KICK,
+            None => PENDING | HANDOFF | HEAD_PARKED | KICK,
         };
         // Acquire pairs with a sleeping head's Release `HEAD_PARKED`, as in
         // the acquiring RMW.

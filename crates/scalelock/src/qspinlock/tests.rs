@@ -191,6 +191,7 @@ struct YieldClock<const YIELD_NS: u64>;
 std::thread_local! {
     static YIELD_CLOCK: Cell<u64> = const { Cell::new(0) };
     static YIELDS: Cell<u32> = const { Cell::new(0) };
+    static SLEEPS: Cell<u32> = const { Cell::new(0) };
 }
 
 // SAFETY: the std platform's, except for the clock (monotonic: it only
@@ -215,6 +216,9 @@ unsafe impl<const YIELD_NS: u64> Platform for YieldClock<YIELD_NS> {
         YIELD_CLOCK.with(Cell::get)
     }
     fn wait(_: &AtomicU32, _: u32) {}
+    fn wait_timeout(_: &AtomicU32, _: u32, _: u64) {
+        SLEEPS.with(|n| n.set(n.get() + 1));
+    }
     fn wake_one(_: &AtomicU32) {}
     fn wake_all(_: &AtomicU32) {}
     fn light_fence() {
@@ -276,13 +280,19 @@ std::thread_local! {
 /// waiter sleeps (`PENDING`), with a holder that re-takes it (`retaking`)
 /// or one that does other work.
 fn barges_past_a_word_waiter(retaking: bool) -> bool {
+    barge_past_a_word_waiter(retaking, PENDING).0
+}
+
+/// `barges_past_a_word_waiter` with the word waiter's `flags`; also
+/// returns the flags after the contender's spin.
+fn barge_past_a_word_waiter(retaking: bool, flags: u8) -> (bool, u8) {
     let lock: QSpinCore<YieldClock<0>> = QSpinCore::new();
-    lock.flags.store(PENDING, Ordering::Relaxed);
+    lock.flags.store(flags, Ordering::Relaxed);
     let addr = &lock as *const QSpinCore<YieldClock<0>> as usize;
     RETAKEN.with(|r| r.set(if retaking { addr } else { 0 }));
     let took = lock.spin_before_queueing(Deadline::NEVER);
     RETAKEN.with(|r| r.set(0));
-    took
+    (took, lock.flags.load(Ordering::Relaxed))
 }
 
 /// While a word waiter sleeps through its batch, a contender takes a free
@@ -294,4 +304,62 @@ fn contenders_take_a_lock_that_stays_free_past_a_word_waiter() {
     const { assert!(TUNING.qs_barge_settle_relaxes > 0) };
     assert!(barges_past_a_word_waiter(false));
     assert!(!barges_past_a_word_waiter(true));
+}
+
+/// A contender that takes a free lock that stayed free while the word
+/// waiter sleeps through its batch kicks the word waiter (the lock has
+/// room for more threads); not when a running holder re-takes the lock,
+/// nor once the word waiter has claimed the lock (`HANDOFF`: the next
+/// release is its own anyway).
+#[test]
+fn contenders_that_find_room_past_a_sleeping_word_waiter_kick_it() {
+    assert_eq!(barge_past_a_word_waiter(false, PENDING), (true, PENDING | KICK));
+    assert_eq!(barge_past_a_word_waiter(true, PENDING), (false, PENDING));
+    assert_eq!(
+        barge_past_a_word_waiter(false, PENDING | HANDOFF),
+        (true, PENDING | HANDOFF)
+    );
+}
+
+/// A word waiter's wait on a free lock, with its `flags` (`PENDING` and
+/// maybe `KICK`): whether it took the lock, its timed sleeps, and the
+/// flags it left. (The clock never moves, so the batch ends by its poll
+/// bound.)
+fn word_waiter_on_a_free_lock(flags: u8) -> (bool, u32, u8) {
+    let lock: QSpinCore<YieldClock<0>> = QSpinCore::new();
+    lock.flags.store(flags, Ordering::Relaxed);
+    SLEEPS.with(|n| n.set(0));
+    let took = lock.wait_as_pending(None, None, Deadline::NEVER, Events::NONE)
+        && lock.locked.load(Ordering::Relaxed) == LOCKED;
+    (took, SLEEPS.with(Cell::get), lock.flags.load(Ordering::Relaxed))
+}
+
+/// Kicked, the word waiter takes a lock that stays free at once, without
+/// sleeping through the rest of the batch; not kicked, it leaves the lock
+/// to the running threads (sleeping) until its batch ends, and only then
+/// takes it. Either way it clears the flags it owned.
+#[test]
+fn a_kicked_word_waiter_takes_a_lock_that_stays_free_before_its_batch_ends() {
+    assert_eq!(word_waiter_on_a_free_lock(PENDING | KICK), (true, 0, 0));
+    let (took, sleeps, flags) = word_waiter_on_a_free_lock(PENDING);
+    assert!(took);
+    assert_eq!(flags, 0);
+    assert!(
+        sleeps >= TUNING.batch_polls / 2,
+        "slept {sleeps} times in a batch of {} polls",
+        TUNING.batch_polls
+    );
+}
+
+/// A kicked word waiter does not take a lock that a running holder keeps
+/// re-taking: it must stay free for a while.
+#[test]
+fn a_kicked_word_waiter_leaves_a_lock_a_running_holder_retakes() {
+    let lock: QSpinCore<YieldClock<0>> = QSpinCore::new();
+    assert!(lock.stays_free());
+    let addr = &lock as *const QSpinCore<YieldClock<0>> as usize;
+    RETAKEN.with(|r| r.set(addr));
+    let stays = lock.stays_free();
+    RETAKEN.with(|r| r.set(0));
+    assert!(!stays);
 }

@@ -87,6 +87,18 @@ pub(crate) struct Tuning {
     pub qs_steal_ns: u64,
     /// The same bound in polls.
     pub qs_steal_polls: u32,
+    /// Polls (of `claimed_poll_relaxes` relaxes) a word waiter watches the
+    /// lock after a kick (a contender took a free lock that stayed free
+    /// while the word waiter slept through its batch), to take it early if
+    /// it stays free for `qs_kick_free_ns`: threads that work between
+    /// critical sections leave room for more of them, so the queue comes
+    /// back faster than one thread per batch.
+    pub qs_kick_watch_polls: u32,
+    /// How long a lock must stay free for a kicked word waiter to take it
+    /// before its batch ends: a holder in a tight loop re-takes it sooner.
+    pub qs_kick_free_ns: u64,
+    /// The same bound in polls (of `qs_barge_settle_relaxes` relaxes).
+    pub qs_kick_free_polls: u32,
     /// Relaxes a queued waiter spins on its own node before sleeping on it.
     pub qs_node_spins: u32,
     /// `Backoff` steps a queue head without a predecessor polls for the word
@@ -209,6 +221,9 @@ const NATIVE: Tuning = Tuning {
     qs_pre_queue_spins: 3,
     qs_steal_ns: 20_000,
     qs_steal_polls: 1 << 10,
+    qs_kick_watch_polls: 32,
+    qs_kick_free_ns: 1_000,
+    qs_kick_free_polls: 64,
     qs_node_spins: 256,
     qs_head_steps: 11,
     qs_unqueued_steps: 11,
@@ -263,6 +278,9 @@ const LOOM: Tuning = Tuning {
     qs_pre_queue_spins: 1,
     qs_steal_ns: 20_000,
     qs_steal_polls: 2,
+    qs_kick_watch_polls: 1,
+    qs_kick_free_ns: 1_000,
+    qs_kick_free_polls: 1,
     qs_node_spins: 1,
     qs_head_steps: 2,
     qs_unqueued_steps: 2,
