@@ -51,7 +51,10 @@
 //!     `C'` is the cheaper of `C` and the class's previous revocation (one
 //!     revocation that waited for a preempted reader is not the typical
 //!     cost), the writes are sparse enough that revoking at each costs
-//!     little; or if `R × pc_read_saving_ns ≥ C + F` (the reads paid for
+//!     little; or if `R × S ≥ C + F`, `S` being what a slot read saves
+//!     (`pc_read_saving_ns` while one thread has a reader slot,
+//!     `pc_read_saving_shared_ns` once several do, whose reads on the
+//!     underlying lock would bounce its line; the reads paid for
 //!     the revocation against reads on the underlying lock; the fence
 //!     counts twice, as the CPUs it interrupted spent about as long in
 //!     it): stay **biased** (the bias comes back at unlock), however dear
@@ -70,8 +73,8 @@
 //!   `pc_keep_factor` heavy fences (the cheaper of the class's last two),
 //!   and one symmetric revocation in `pc_sym_probe` (to measure the heavy
 //!   fence again), go back to **biased**; else, unless the class's average
-//!   reads per write number at least `pc_sym_min_reads` and, at
-//!   `pc_read_saving_ns` each, save `pc_sym_pay_factor` times the
+//!   reads per write number at least `pc_sym_min_reads` and, at `S`
+//!   each, save `pc_sym_pay_factor` times the
 //!   revocation's cost (the cheaper of the last two), they go
 //!   **inhibited** for `pc_dense_window_ns` (with `SYM` kept, so the bias
 //!   comes back symmetric). Counted in reads, not time, the rule does not
@@ -937,7 +940,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let revoke_start = hook::clock_ns();
         let mut drained = true;
         let mut fast_reads = 0u32;
+        // Threads with reader slots: more than one, and reads on the
+        // underlying lock would bounce its line (`read_saving_ns`).
+        let mut slots = 0u32;
         P::reader_slots_in_use(|i| {
+            slots = slots.saturating_add(1);
             if drained && let Some(slot) = table.slot(i) {
                 drained = wait_slot::<P>(slot, id, deadline, self.events(Access::Write));
                 // The line the wait just read.
@@ -1000,7 +1007,8 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // run our threads each spent about as long in it (the
             // `membarrier` interrupts them), which the writer's clock
             // does not see.
-            let paid = reads.saturating_mul(TUNING.pc_read_saving_ns) >= cost + fence_ns;
+            let saving = read_saving_ns(slots);
+            let paid = reads.saturating_mul(saving) >= cost + fence_ns;
             if sparse || paid {
                 table.shrink_multiplier();
                 return Some(keep | FAST | stamp_at(end));
@@ -1008,7 +1016,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // What a symmetric revocation would have cost: this one without
             // its heavy fence.
             let scan = cost.saturating_sub(fence_ns).max(1);
-            if dear || symmetric_pays(reads, scan) {
+            if dear || symmetric_pays(reads, scan, saving) {
                 // Other CPUs run our readers (the fence was dear twice), or
                 // the reads pay for revoking at every write with a
                 // symmetric revocation (the rule that keeps a symmetric lock
@@ -1048,7 +1056,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // on from now).
             return Some(keep | bias::<P>() | stamp_at(now));
         }
-        if !symmetric_pays(reads, cost) {
+        if !symmetric_pays(reads, cost, read_saving_ns(slots)) {
             // Too few reads per write to pay for revoking at each: readers
             // go to the underlying lock for a while, and come back
             // symmetric. (Counted in reads, not time, this does not depend
@@ -1124,14 +1132,26 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 }
 
-/// Whether revoking symmetric reads at every write pays for itself:
-/// `reads` slot reads per write, against a symmetric revocation's cost
-/// `cost_ns` (see `pc_sym_pay_factor`).
+/// What a slot read saves against a read on the underlying lock, ns, with
+/// `slots` threads holding reader slots: `pc_read_saving_ns` for one
+/// reading thread, `pc_read_saving_shared_ns` for more (the underlying
+/// word would bounce between their CPUs).
 #[inline]
-fn symmetric_pays(reads: u64, cost_ns: u64) -> bool {
+fn read_saving_ns(slots: u32) -> u64 {
+    if slots > 1 {
+        TUNING.pc_read_saving_shared_ns
+    } else {
+        TUNING.pc_read_saving_ns
+    }
+}
+
+/// Whether revoking symmetric reads at every write pays for itself:
+/// `reads` slot reads per write at `saving_ns` each, against a symmetric
+/// revocation's cost `cost_ns` (see `pc_sym_pay_factor`).
+#[inline]
+fn symmetric_pays(reads: u64, cost_ns: u64, saving_ns: u64) -> bool {
     reads >= TUNING.pc_sym_min_reads
-        && reads.saturating_mul(TUNING.pc_read_saving_ns)
-            >= cost_ns.saturating_mul(TUNING.pc_sym_pay_factor)
+        && reads.saturating_mul(saving_ns) >= cost_ns.saturating_mul(TUNING.pc_sym_pay_factor)
 }
 
 /// The bias a lock (re)gains: `FAST`, biased, where the platform's fences

@@ -561,17 +561,31 @@ fn symmetric_mode_returns_to_the_bias_when_writes_thin_out() {
 #[test]
 fn symmetric_mode_stays_while_reads_per_write_pay() {
     let min = TUNING.pc_sym_min_reads;
+    let alone = read_saving_ns(1);
     // Cheap revocations: the count decides.
-    assert!(symmetric_pays(min, 1));
-    assert!(symmetric_pays(10 * min, 1));
-    assert!(!symmetric_pays(min - 1, 1));
-    assert!(!symmetric_pays(0, 1));
+    assert!(symmetric_pays(min, 1, alone));
+    assert!(symmetric_pays(10 * min, 1, alone));
+    assert!(!symmetric_pays(min - 1, 1, alone));
+    assert!(!symmetric_pays(0, 1, alone));
     // A dear revocation needs the reads to save `pc_sym_pay_factor` times
     // its cost.
     let reads = 4 * min;
-    let dear = reads * TUNING.pc_read_saving_ns / TUNING.pc_sym_pay_factor;
-    assert!(symmetric_pays(reads, dear));
-    assert!(!symmetric_pays(reads, dear + 1));
+    let dear = reads * alone / TUNING.pc_sym_pay_factor;
+    assert!(symmetric_pays(reads, dear, alone));
+    assert!(!symmetric_pays(reads, dear + 1, alone));
+    // With several reading threads a slot read saves more (the underlying
+    // word would bounce): the same reads pay for a dearer revocation.
+    assert!(symmetric_pays(reads, dear + 1, read_saving_ns(2)));
+}
+
+/// A slot read saves `pc_read_saving_ns` while one thread has a reader
+/// slot, and more once several do.
+#[test]
+fn slot_reads_save_more_with_several_reading_threads() {
+    assert_eq!(read_saving_ns(0), TUNING.pc_read_saving_ns);
+    assert_eq!(read_saving_ns(1), TUNING.pc_read_saving_ns);
+    assert_eq!(read_saving_ns(2), TUNING.pc_read_saving_shared_ns);
+    assert_eq!(read_saving_ns(64), TUNING.pc_read_saving_shared_ns);
 }
 
 /// The reads per symmetric revocation are averaged: with several writers,
@@ -585,13 +599,14 @@ fn one_close_pair_of_symmetric_writes_is_not_a_dense_phase() {
         assert_eq!(table.sym_reads_average(many), u64::from(many));
     }
     let avg = table.sym_reads_average(1);
-    assert!(symmetric_pays(avg, 1), "one close pair: {avg} reads");
+    let alone = read_saving_ns(1);
+    assert!(symmetric_pays(avg, 1, alone), "one close pair: {avg} reads");
     let mut average = u64::MAX;
     for _ in 0..32 {
         average = table.sym_reads_average(2);
     }
     assert!(
-        !symmetric_pays(average, 1),
+        !symmetric_pays(average, 1, alone),
         "close writes in a row: {average}"
     );
     // The first figure a table sees is its average.

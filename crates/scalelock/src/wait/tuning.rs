@@ -151,8 +151,13 @@ pub(crate) struct Tuning {
     /// at this rate keeps the readers on their slots. Low for a fast CPU
     /// with no other reader, where the saving is least; with readers on
     /// other CPUs the underlying word bounces and a read there costs far
-    /// more.
+    /// more (`pc_read_saving_shared_ns`).
     pub pc_read_saving_ns: u64,
+    /// `pc_read_saving_ns` once more than one thread has a reader slot
+    /// (the writer's scan counts them): reads on the underlying lock then
+    /// move its word's cache line between CPUs, where slot reads stay on
+    /// their own lines.
+    pub pc_read_saving_shared_ns: u64,
     /// The symmetric mode pays when the slot reads per write (the class's
     /// average) number at least `pc_sym_min_reads` and, at
     /// `pc_read_saving_ns` each, save at least `pc_sym_pay_factor` times
@@ -238,6 +243,7 @@ const NATIVE: Tuning = Tuning {
     pc_sym_probe: 64,
     pc_keep_factor: 4,
     pc_read_saving_ns: 10,
+    pc_read_saving_shared_ns: 30,
     pc_sym_pay_factor: 2,
     pc_sym_min_reads: 48,
     pc_wasted_factor: 4,
@@ -298,6 +304,7 @@ const LOOM: Tuning = Tuning {
     pc_keep_factor: 8,
     // Off: the models decide by the stepped times alone.
     pc_read_saving_ns: 0,
+    pc_read_saving_shared_ns: 0,
     pc_sym_pay_factor: 2,
     pc_sym_min_reads: 48,
     pc_wasted_factor: 4,
