@@ -313,7 +313,10 @@ fn contenders_take_a_lock_that_stays_free_past_a_word_waiter() {
 /// release is its own anyway).
 #[test]
 fn contenders_that_find_room_past_a_sleeping_word_waiter_kick_it() {
-    assert_eq!(barge_past_a_word_waiter(false, PENDING), (true, PENDING | KICK));
+    assert_eq!(
+        barge_past_a_word_waiter(false, PENDING),
+        (true, PENDING | KICK)
+    );
     assert_eq!(barge_past_a_word_waiter(true, PENDING), (false, PENDING));
     assert_eq!(
         barge_past_a_word_waiter(false, PENDING | HANDOFF),
@@ -331,7 +334,11 @@ fn word_waiter_on_a_free_lock(flags: u8) -> (bool, u32, u8) {
     SLEEPS.with(|n| n.set(0));
     let took = lock.wait_as_pending(None, None, Deadline::NEVER, Events::NONE)
         && lock.locked.load(Ordering::Relaxed) == LOCKED;
-    (took, SLEEPS.with(Cell::get), lock.flags.load(Ordering::Relaxed))
+    (
+        took,
+        SLEEPS.with(Cell::get),
+        lock.flags.load(Ordering::Relaxed),
+    )
 }
 
 /// Kicked, the word waiter takes a lock that stays free at once, without
