@@ -1,6 +1,7 @@
 //! `locktest scenario`, run as a user runs it, with tiny runtimes.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use assert_cmd::Command;
 use predicates::prelude::*;
@@ -19,8 +20,16 @@ fn locktest() -> Command {
     Command::cargo_bin("locktest").expect("locktest binary")
 }
 
+/// A fresh JSON path per call: tests run in parallel in one process, and
+/// several run the same scenario (two writing one file made a test read
+/// the other's report now and then).
 fn json_path(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("locktest-scenario-{}-{tag}", std::process::id()));
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!(
+        "locktest-scenario-{}-{tag}-{n}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join("r.json")
 }
