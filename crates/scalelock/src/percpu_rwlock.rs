@@ -965,6 +965,8 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             hook::clock_ns().saturating_sub(revoke_start),
         );
         let keep = old & !(FAST | SYM | STAMP_MASK);
+        // What each slot read saved against the underlying lock.
+        let saving = read_saving_ns(slots);
         if !table.inhibits() {
             // Xen: the bias comes back at unlock, in the mode the cost says.
             let sym = if old & SYM == 0 {
@@ -1007,7 +1009,6 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // run our threads each spent about as long in it (the
             // `membarrier` interrupts them), which the writer's clock
             // does not see.
-            let saving = read_saving_ns(slots);
             let paid = reads.saturating_mul(saving) >= cost + fence_ns;
             if sparse || paid {
                 table.shrink_multiplier();
@@ -1056,7 +1057,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // on from now).
             return Some(keep | bias::<P>() | stamp_at(now));
         }
-        if !symmetric_pays(reads, cost, read_saving_ns(slots)) {
+        if !symmetric_pays(reads, cost, saving) {
             // Too few reads per write to pay for revoking at each: readers
             // go to the underlying lock for a while, and come back
             // symmetric. (Counted in reads, not time, this does not depend
