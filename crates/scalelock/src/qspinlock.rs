@@ -27,7 +27,7 @@
 //! | `HANDOFF` | the word waiter claims the lock: releases reserve it | the word waiter (or a contender that took a reserved lock whose word waiter did not come); cleared with `PENDING`, or when the word waiter hands `PENDING` on |
 //! | `GRANTED` | a release has committed to reserving the lock for the word waiter: `locked` is `RESERVED`, or the releaser stores it next (or a contender that took the reservation clears `GRANTED` next); the word waiter can no longer give up | the releaser, in an RMW that finds `PENDING` (and `HANDOFF`, unless fair); cleared by the RMW of whoever takes the reserved lock |
 //! | `HEAD_PARKED` | a queue head without predecessor sleeps until `PENDING` clears | that head; cleared by the word waiter's acquiring (or giving-up) RMW, which then wakes it |
-//! | `KICK` | a hint to the word waiter: the lock has room for more threads (a contender found it free, and still free a moment later, during the batch) | such a contender, while `PENDING` is set and `HANDOFF` and `KICK` are not; cleared by the word waiter when it takes the hint up, and by its acquiring or giving-up RMW |
+//! | `KICK` | a hint to the word waiter: the lock has room for more threads (a contender found it free, and still free a moment later, during the batch) | such a contender, in an RMW that finds `PENDING` set and `HANDOFF` and `KICK` clear; cleared by the word waiter when it takes the hint up, and by its acquiring or giving-up RMW |
 //! | `tail` | index of the last MCS queue node | `swap` by each newcomer; `cmpxchg -> 0` by the last node leaving; `cmpxchg` back to its predecessor by a last node that gives up |
 //!
 //! A queue node (`qnode`) is `WAITING`/`PARKED` while its owner waits, and
@@ -425,12 +425,24 @@ impl<P: Platform> QSpinCore<P> {
     }
 
     /// Tells the word waiter, asleep through its batch, that the lock has
-    /// room (`KICK`), and wakes it. Relaxed: a hint; the lock itself passes
-    /// by `locked`. At most one wake-up per kick the word waiter takes up.
+    /// room (`KICK`), and wakes it: in one RMW that still finds the word
+    /// waiter there (`PENDING`) before it claimed (`HANDOFF`) or was kicked
+    /// (`KICK`). (A plain `fetch_or` after the look could land after the
+    /// word waiter's acquiring RMW and leave `KICK` on a lock without a word
+    /// waiter, found by the `qspinlock_timed_waiters_give_up` shuttle
+    /// model.) Relaxed: a hint; the lock itself passes by `locked`. At most
+    /// one wake-up per kick the word waiter takes up.
     #[cold]
     fn kick_word_waiter(&self) {
-        self.flags.fetch_or(KICK, Ordering::Relaxed);
-        parking::unpark_all::<P>(self.addr());
+        let kicked = self
+            .flags
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |f| {
+                (f & (PENDING | HANDOFF | KICK) == PENDING).then_some(f | KICK)
+            })
+            .is_ok();
+        if kicked {
+            parking::unpark_all::<P>(self.addr());
+        }
     }
 
     /// A kicked word waiter's test of a lock seen free: whether it stays

@@ -245,7 +245,8 @@ fn mutex_timed_body() {
     assert!(n >= 12, "the untimed threads always get the lock");
     assert_eq!(*lock.lock(), n, "lost update");
     // SAFETY: only reads the state word.
-    assert_eq!(unsafe { lock.raw() }.state(), (0, 0, 0), "left dirty");
+    let state = unsafe { lock.raw() }.state();
+    assert_eq!(state, (0, 0, 0), "left dirty (locked, flags, tail)");
     assert!(lock.try_lock().is_some(), "free lock refuses try_lock");
 }
 
