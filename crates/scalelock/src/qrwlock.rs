@@ -8,10 +8,10 @@
 //! # The count word
 //!
 //! ```text
-//!  bit 31 ...................... 5      4        3       2         1          0
-//! +--------------------------------+---------+-------+--------+-----------+----------+
-//! | reader count (ONE_READER=1<<5) | HANDOFF | QUIET | PARKED | W_WAITING | W_LOCKED |
-//! +--------------------------------+---------+-------+--------+-----------+----------+
+//!  bit 31 ................ 7   6..5     4        3       2         1          0
+//! +--------------------------+------+---------+-------+--------+-----------+----------+
+//! | reader count (1 << 7)    | TURN | HANDOFF | QUIET | PARKED | W_WAITING | W_LOCKED |
+//! +--------------------------+------+---------+-------+--------+-----------+----------+
 //! ```
 //!
 //! | bits | meaning | set by | cleared by |
@@ -21,11 +21,13 @@
 //! | `PARKED` | the `wait_lock` holder sleeps in `Platform::wait` on this word | the `wait_lock` holder only | the same thread only |
 //! | `QUIET` | the `wait_lock` holder waits out the running threads' batch (see "Fair and fast: batches"): fast paths still take the lock | the `wait_lock` holder, on starting to wait | the same thread, by the RMW that claims the lock (or, giving up at its deadline, that leaves) |
 //! | `HANDOFF` | a fair unlock ended the batch: fast paths must not take the lock; only ever set together with `QUIET` | a fair unlock, in its releasing RMW (only while `QUIET` is set) | the `QUIET` owner, in the same RMW that clears `QUIET` |
+//! | `TURN` | the number (1 to 3) of the turn the last claimant took (see "Turns"): writers other than its holder queue; 0: no turn | the `wait_lock` holder, in the RMW that claims the lock (as a reader or a writer) | the next claim (which sets the next number), an upgrade (the RMW that sets `W_WAITING`, or its `cmpxchg` to `W_LOCKED`), or the turn's holder taking `W_LOCKED` from a word of nothing but `TURN` when nobody waits for `wait_lock` |
 //! | count | readers holding the lock, plus readers that are about to find out they must queue (they undo their increment) | `fetch_add` by readers | `fetch_sub` by readers |
 //!
 //! Bit 31 (`READER_OVERFLOW`) is the top of the reader count: readers refuse
-//! to take the lock once 2^26 read guards exist (only reachable by forgetting
-//! guards), so the count can never wrap into the writer bits.
+//! to take the lock once 2^24 read guards exist (only reachable by forgetting
+//! guards), so the count can never wrap into the writer bits. An idle lock
+//! may still carry the last `TURN`.
 //!
 //! # Invariants
 //! 1. At most one thread waits on the word itself: the `wait_lock` holder.
@@ -39,10 +41,16 @@
 //!    word never carries `QUIET` together with `W_WAITING` or `PARKED`, and
 //!    an upgradable reader (which holds `wait_lock`) never sees either.
 //!    `HANDOFF` is only set while `QUIET` is, and cleared with it.
+//!    `TURN` never changes under another thread's `W_WAITING`: the RMW
+//!    that sets `W_WAITING` clears it, and every other RMW that sets or
+//!    clears it finds `W_WAITING` clear (or is the waiter's own final
+//!    `cmpxchg`). So a writer or upgrader that waits for an exact word is
+//!    not disturbed.
 //! 3. `W_LOCKED` is only taken when no reader and no writer is in the word:
-//!    from 0 or `QUIET` (fast path), or from the word the `wait_lock` holder
-//!    saw with nothing but its own bits (slow path): a writer excludes
-//!    everyone.
+//!    from 0 (fast path), from a word of nothing but `QUIET` and `TURN`
+//!    (the turn's holder, or past a quiet waiter), or from the word the
+//!    `wait_lock` holder saw with nothing but its own bits and `TURN` (slow
+//!    path): a writer excludes everyone.
 //! 4. A reader holds the lock iff its increment is in the count and it saw
 //!    `W_LOCKED` clear *after* the increment (fast path: in the value its own
 //!    `fetch_add` returned; slow path: by waiting for it). Once a reader's
@@ -54,7 +62,8 @@
 //!   no writer bit was set, done (`QUIET` does not stop it, see "Fair and
 //!   fast: batches"). No writer waits, so readers never block each other. **Unlock**: one `fetch_sub`.
 //! - **Write lock, fast**: one `cmpxchg(0 -> W_LOCKED)` (a second one,
-//!   `QUIET -> QUIET | W_LOCKED`, while a waiter waits out a batch).
+//!   `QUIET -> QUIET | W_LOCKED`, while a waiter waits out a batch, and
+//!   `TURN -> TURN | W_LOCKED` for the turn's holder, see "Turns").
 //!   **Unlock**: one
 //!   `fetch_sub(W_LOCKED)` (a plain byte store in Linux; readers add to the
 //!   same word concurrently, and Rust has no mixed-size atomics, so we need
@@ -114,6 +123,43 @@
 //! while `QUIET` is set (one batch); contended acquirers queue on
 //! `wait_lock` in arrival order. So every queued thread gets the lock within
 //! (queue length x batch), and writers still never starve.
+//!
+//! # Turns: equal shares when threads outnumber CPUs
+//! A batch bounds how long a queued thread waits, not how long the threads
+//! it lets pass keep running. With more threads than CPUs, where the
+//! threads that run are the few that are not asleep in the queue, two
+//! things made some threads run several batches for every one of others
+//! (per-thread operation counts over a run differed threefold):
+//! - A reader's claim stops nobody (readers share), and a writer's claim
+//!   stops only the threads that try to enter while it drains: a running
+//!   thread that was between two acquisitions just went on, next to the
+//!   claimant, for another batch, and another.
+//! - A thread woken to take its turn (from the `wait_lock` queue, or from
+//!   its timed sleep at the end of the batch) is often queued on the busy
+//!   CPU of the running thread and waits a scheduler tick (milliseconds)
+//!   for it, while the running thread's batch goes on.
+//!
+//! So every claim takes a *turn* (`TURN`, numbered 1, 2, 3, 1, ...): the
+//! claimant records the lock and the number in thread-local storage
+//! ([`wait::batch`](crate::wait::batch)'s `ClaimedTurn`). While `TURN` is
+//! set, a writer's fast `cmpxchg(0 -> W_LOCKED)` fails, and in its slow
+//! path only the turn's holder takes the lock past `TURN` (and `QUIET`);
+//! any other writer queues on `wait_lock`, so the threads that ran before
+//! the claim leave at their next write. (Readers do not look at `TURN`:
+//! they pay nothing, and a thread that only reads has not got in a writer's
+//! way.) The holder reads the clock on one write in
+//! `qrw_turn_clock_writes`; once its turn has lasted `qrw_turn_ns` and
+//! someone waits for `wait_lock`, it leaves too: wakes the quiet waiter
+//! (which finds the lock free and claims it) and yields its CPU once, then
+//! queues. A claimant that hands `wait_lock` to a sleeping waiter yields
+//! its CPU once as well (as `qspinlock`'s hand-offs do). When nobody waits
+//! for `wait_lock`, the holder's next write ends the turn (the lock is then
+//! as if no turn had been taken); a later claim takes a new one.
+//!
+//! The turn costs its holder's writes a thread-local lookup and a second
+//! `cmpxchg` (writes during a batch already take the `QUIET` one), and the
+//! threads that leave at a claim a trip through the queue; the README
+//! gives the measured trade (throughput against per-thread fairness).
 //!
 //! # Timed acquisitions (`RawRwLockTimed`, `RawRwLockUpgradeTimed`)
 //! A timed acquirer waits as an untimed one, with every wait bounded by its
@@ -201,6 +247,7 @@ use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qspinlock::QSpinCore;
 use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::wait::batch::{self, Turn};
 use crate::wait::{Backoff, BatchClock, Deadline, QuietPoll, TUNING, parking};
 
 /// A writer holds the lock.
@@ -215,18 +262,29 @@ const QUIET: u32 = 1 << 3;
 /// A fair unlock ended the batch: fast paths must not take the lock (only
 /// set with `QUIET`).
 const HANDOFF: u32 = 1 << 4;
+/// The number of the last claim's turn (two bits; 0: none): writers other
+/// than the turn's holder queue (see "Turns" in the module docs).
+const TURN: u32 = 3 << 5;
+/// Turn 1.
+const TURN_ONE: u32 = 1 << 5;
 /// A reader that sees one of these must take the slow path.
 const W_MASK: u32 = W_LOCKED | W_WAITING;
 /// One reader in the count.
-const ONE_READER: u32 = 1 << 5;
+const ONE_READER: u32 = 1 << 7;
 /// The reader count.
 const READERS_MASK: u32 = !(ONE_READER - 1);
-/// Top bit of the reader count: at 2^26 readers new readers refuse (panic).
+/// Top bit of the reader count: at 2^24 readers new readers refuse (panic).
 const READER_OVERFLOW: u32 = 1 << 31;
 
 #[inline]
 const fn readers(word: u32) -> u32 {
     (word & READERS_MASK) / ONE_READER
+}
+
+/// The turn after the one in `word` (1, 2, 3, 1, ...), in place.
+#[inline]
+const fn next_turn(word: u32) -> u32 {
+    ((word & TURN) / TURN_ONE % 3 + 1) * TURN_ONE
 }
 
 /// The lock itself, without statistics or lockdep: the count word and the
@@ -397,21 +455,39 @@ impl<P: Platform> QRwCore<P> {
                     return v;
                 }
             }
-            if batch.elapsed::<P>(TUNING.batch_ns, TUNING.batch_polls) {
+            let Some(rest) = batch.remaining_ns::<P>(TUNING.batch_ns, TUNING.batch_polls) else {
                 // We end the batch: our caller claims the lock next.
                 ev.batch_end();
                 return v;
-            }
+            };
             if deadline.passed::<P>() {
                 return v;
             }
             // Our ticket, before we look again: a fair unlock after it ends
             // our sleep.
             let ticket = parking::prepare(self.addr());
-            // Stay off the line the running threads write.
+            // Stay off the line the running threads write, for the rest of
+            // the batch at most (a sleep cut short, by a wake-up meant for
+            // another lock of the parking bucket, does not make the next
+            // one outlast the batch).
             let left = deadline.remaining_ns::<P>();
-            quiet.wait_with::<P>(|ns| parking::park_timeout::<P>(ticket, ns.min(left)));
+            quiet.wait_with::<P>(|ns| {
+                parking::park_timeout::<P>(ticket, ns.min(rest).min(left));
+            });
             v = self.cnts.load(Ordering::Relaxed);
+        }
+    }
+
+    /// Releases `wait_lock` after our claim; if that handed it to its
+    /// word waiter, which was asleep, gives the woken thread our CPU once: a
+    /// woken thread is often queued on the waker's CPU, where it would wait
+    /// a scheduler tick while we run our turn, and the turn after ours
+    /// would start that much later. (Where it found an idle CPU, this
+    /// returns at once.)
+    #[inline]
+    fn release_wait_lock_after_claim(&self) {
+        if self.wait_lock.release(false) {
+            P::yield_now();
         }
     }
 
@@ -479,10 +555,10 @@ impl<P: Platform> QRwCore<P> {
 
     /// Holding `wait_lock` with `W_WAITING` set and `own` (0 or
     /// `ONE_READER`) in the count: wait for everyone else to leave, then
-    /// take `W_LOCKED` (clearing `W_WAITING`, `PARKED` and `own`). False
-    /// once `deadline` passed: `W_WAITING` and `PARKED` (ours) are cleared
-    /// again, `own` stays.
-    fn take_from_waiting(&self, own: u32, deadline: Deadline, ev: Events) -> bool {
+    /// take `W_LOCKED` (clearing `W_WAITING`, `PARKED` and `own`; setting
+    /// `turn`, 0 or our new `TURN`). False once `deadline` passed:
+    /// `W_WAITING` and `PARKED` (ours) are cleared again, `own` stays.
+    fn take_from_waiting(&self, own: u32, turn: u32, deadline: Deadline, ev: Events) -> bool {
         loop {
             let Some(v) = self.wait_word(|v| v & !PARKED == W_WAITING | own, deadline, ev) else {
                 // Only we (the wait_lock holder) set or clear them.
@@ -494,7 +570,7 @@ impl<P: Platform> QRwCore<P> {
             // left (their release sequences end in `v`).
             if self
                 .cnts
-                .compare_exchange(v, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .compare_exchange(v, W_LOCKED | turn, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
             {
                 return true;
@@ -570,7 +646,12 @@ impl<P: Platform> QRwCore<P> {
                 // QUIET and HANDOFF.
                 (v & !(QUIET | HANDOFF), true)
             } else {
-                ((v & !(QUIET | HANDOFF)).wrapping_add(ONE_READER), false)
+                // Our claim takes the next turn.
+                let turn = next_turn(v);
+                (
+                    (v & !(QUIET | HANDOFF | TURN) | turn).wrapping_add(ONE_READER),
+                    false,
+                )
             };
             match self
                 .cnts
@@ -580,7 +661,10 @@ impl<P: Platform> QRwCore<P> {
                     self.wait_lock.release(false);
                     return false;
                 }
-                Ok(old) => break old,
+                Ok(old) => {
+                    batch::claim_turn::<P>(self.addr(), new & TURN);
+                    break old;
+                }
                 Err(now) => v = now,
             }
         };
@@ -593,7 +677,7 @@ impl<P: Platform> QRwCore<P> {
             reader_overflow();
         }
         let acquired = self.wait_writer_exit(old, deadline, ev);
-        self.wait_lock.release(false);
+        self.release_wait_lock_after_claim();
         if !acquired {
             // Out of time: our increment goes (after `wait_lock`, as above).
             self.reader_leave();
@@ -717,28 +801,57 @@ impl<P: Platform> QRwCore<P> {
         deadline: Deadline,
         ev: Events,
     ) -> bool {
-        // Only a quiet waiter is there: its batch lasts, take the lock.
-        if v == QUIET && self.try_lock_quiet() {
+        // The turn we hold (0: none): a free lock is ours past it.
+        let turn = match v & TURN {
+            0 => 0,
+            turn => match batch::turn_of::<P>(self.addr(), turn) {
+                Turn::Theirs => 0,
+                // Ours, and nobody waits for the lock: the turn serves no
+                // one; it ends here, and a free lock is ours.
+                t if !self.wait_lock.is_wanted() => {
+                    if v & !TURN == 0
+                        && self
+                            .cnts
+                            // Acquire pairs with the previous holders' Release.
+                            .compare_exchange(v, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                            .is_ok()
+                    {
+                        return true;
+                    }
+                    if t == Turn::Ours { turn } else { 0 }
+                }
+                Turn::Ours => turn,
+                // Over, with someone waiting: we queue, and leave the lock
+                // to them, waking a waiter that sleeps through its batch
+                // (it finds the lock free and claims it) and giving it our
+                // CPU once, as after a hand-off.
+                Turn::Over => {
+                    parking::unpark_all::<P>(self.addr());
+                    P::yield_now();
+                    0
+                }
+            },
+        };
+        // Only a quiet waiter is there (and our turn): its batch lasts,
+        // take the lock.
+        if v & !QUIET == turn && self.try_lock_past(v) {
             return true;
         }
         contended();
         // Spin on loads while nobody queues (a queued writer sets
         // W_WAITING; a queued reader is in the count or about to be), and
-        // take the lock if it comes free.
+        // take the lock if it comes free: free of everything but a quiet
+        // waiter and our turn if it is ours, entirely free otherwise.
         let mut backoff = Backoff::new();
         while backoff.steps() < TUNING.qrw_optimistic_steps {
             backoff.snooze::<P>();
             let v = self.cnts.load(Ordering::Relaxed);
-            if v & W_WAITING != 0 || self.wait_lock.is_locked() {
+            let ours = turn != 0 && v & TURN == turn;
+            if v & W_WAITING != 0 || (!ours && self.wait_lock.is_locked()) {
                 break;
             }
-            if v == 0
-                && self
-                    .cnts
-                    // Acquire pairs with the previous holders' Release.
-                    .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
+            let free = if ours { v & !QUIET == turn } else { v == 0 };
+            if free && self.try_lock_past(v) {
                 return true;
             }
         }
@@ -750,11 +863,14 @@ impl<P: Platform> QRwCore<P> {
         // W_WAITING (from here on newcomer readers queue behind us,
         // invariant 2) and wait for the holders to drain; out of time, just
         // leave.
-        let mut v = self.wait_batch(|v| v & !(QUIET | HANDOFF) == 0, deadline, ev);
+        let mut v = self.wait_batch(|v| v & !(QUIET | HANDOFF | TURN) == 0, deadline, ev);
         let acquired = loop {
-            let rest = v & !(QUIET | HANDOFF);
+            // Our claim ends the turn and takes the next one (with
+            // `W_LOCKED`, now or once the word drained).
+            let rest = v & !(QUIET | HANDOFF | TURN);
+            let turn = next_turn(v);
             let (new, outcome) = if rest == 0 {
-                (W_LOCKED, Some(true))
+                (W_LOCKED | turn, Some(true))
             } else if deadline.passed::<P>() {
                 (rest, Some(false))
             } else {
@@ -766,27 +882,29 @@ impl<P: Platform> QRwCore<P> {
                 .compare_exchange_weak(v, new, Ordering::Acquire, Ordering::Relaxed)
             {
                 Ok(_) => {
-                    break outcome.unwrap_or_else(|| self.take_from_waiting(0, deadline, ev));
+                    let taken =
+                        outcome.unwrap_or_else(|| self.take_from_waiting(0, turn, deadline, ev));
+                    if taken {
+                        batch::claim_turn::<P>(self.addr(), turn);
+                    }
+                    break taken;
                 }
                 Err(now) => v = now,
             }
         };
-        self.wait_lock.release(false);
+        self.release_wait_lock_after_claim();
         acquired
     }
 
-    /// The word was `QUIET` (a waiter lets the running threads finish their
-    /// batch): take the write lock past it.
+    /// The word was `v`, free but for `QUIET` (a waiter lets the running
+    /// threads finish their batch) and `TURN`: take the write lock past
+    /// them, keeping them.
     #[inline]
-    fn try_lock_quiet(&self) -> bool {
+    fn try_lock_past(&self, v: u32) -> bool {
+        debug_assert_eq!(v & !(QUIET | TURN), 0);
         self.cnts
             // Acquire pairs with the previous holders' Release.
-            .compare_exchange(
-                QUIET,
-                QUIET | W_LOCKED,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            )
+            .compare_exchange(v, v | W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
     }
 }
@@ -794,7 +912,7 @@ impl<P: Platform> QRwCore<P> {
 #[cold]
 #[inline(never)]
 fn reader_overflow() -> ! {
-    panic!("QRwLock: too many read guards (2^26; are guards being forgotten?)")
+    panic!("QRwLock: too many read guards (2^24; are guards being forgotten?)")
 }
 
 impl<P: Platform> Default for QRwCore<P> {
@@ -813,6 +931,7 @@ impl<P: Platform> core::fmt::Debug for QRwCore<P> {
             .field("parked", &(v & PARKED != 0))
             .field("quiet", &(v & QUIET != 0))
             .field("handoff", &(v & HANDOFF != 0))
+            .field("turn", &((v & TURN) / TURN_ONE))
             .field("wait_lock", &self.wait_lock)
             .finish()
     }
@@ -882,7 +1001,7 @@ unsafe impl<P: Platform> RawRwLock for QRwCore<P> {
             .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
         {
             Ok(_) => Some(GuardSend::new()),
-            Err(QUIET) if self.try_lock_quiet() => Some(GuardSend::new()),
+            Err(v) if v & !(QUIET | TURN) == 0 && self.try_lock_past(v) => Some(GuardSend::new()),
             Err(_) => None,
         }
     }
@@ -940,12 +1059,40 @@ impl<P: Platform> QRwCore<P> {
     /// # Safety
     /// The caller holds an upgradable read of this lock.
     pub(crate) unsafe fn try_upgrade_keeping_queue(&self) -> bool {
-        // As in `try_upgrade`: the word is exactly ONE_READER iff we are the
-        // only reader. Acquire pairs with the other readers' Release
-        // `fetch_sub`.
-        self.cnts
-            .compare_exchange(ONE_READER, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
+        self.try_take_as_sole_reader()
+    }
+
+    /// An upgradable reader's `try_upgrade`: takes `W_LOCKED` (dropping our
+    /// reader count and any `TURN`) if we are the only reader. Only the
+    /// `wait_lock` holder (us) sets `W_WAITING`, `PARKED` or `TURN`, so the
+    /// word but `TURN` is exactly `ONE_READER` iff we are the only reader.
+    #[inline]
+    fn try_take_as_sole_reader(&self) -> bool {
+        let mut v = self.cnts.load(Ordering::Relaxed);
+        while v & !TURN == ONE_READER {
+            // Acquire pairs with the other readers' Release `fetch_sub`.
+            match self
+                .cnts
+                .compare_exchange(v, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => v = now,
+            }
+        }
+        false
+    }
+
+    /// An upgradable reader starts to upgrade: sets `W_WAITING` (newcomer
+    /// readers now queue, behind us on `wait_lock`) and ends any `TURN`
+    /// (from now on the word is ours to wait on: `take_from_waiting`).
+    /// Relaxed, as setting `W_WAITING` elsewhere.
+    #[inline]
+    fn start_upgrade(&self) {
+        let _ = self
+            .cnts
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v & !TURN | W_WAITING)
+            });
     }
 
     /// Completes `try_upgrade_keeping_queue`: releases `wait_lock`.
@@ -1006,9 +1153,8 @@ unsafe impl<P: Platform> RawRwLockUpgrade for QRwCore<P> {
     }
 
     unsafe fn upgrade(&self, guard: WaitGuard<P>) -> GuardSend {
-        // Newcomer readers now queue (behind us, on wait_lock).
-        self.cnts.fetch_or(W_WAITING, Ordering::Relaxed);
-        let upgraded = self.take_from_waiting(ONE_READER, Deadline::NEVER, Events::NONE);
+        self.start_upgrade();
+        let upgraded = self.take_from_waiting(ONE_READER, 0, Deadline::NEVER, Events::NONE);
         debug_assert!(upgraded);
         // An upgradable guard stands for the held `wait_lock`.
         let _ = guard;
@@ -1017,14 +1163,7 @@ unsafe impl<P: Platform> RawRwLockUpgrade for QRwCore<P> {
     }
 
     unsafe fn try_upgrade(&self, guard: WaitGuard<P>) -> Result<GuardSend, WaitGuard<P>> {
-        // Only the wait_lock holder (us) sets W_WAITING or PARKED, so the
-        // word is exactly ONE_READER iff we are the only reader. Acquire
-        // pairs with the other readers' Release `fetch_sub`.
-        if self
-            .cnts
-            .compare_exchange(ONE_READER, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
+        if self.try_take_as_sole_reader() {
             // An upgradable guard stands for the held `wait_lock`.
             let _ = guard;
             self.wait_lock.release(false);
@@ -1438,6 +1577,156 @@ mod tests {
 
     /// While a waiter waits out a batch (`QUIET`) fast paths pass it and
     /// releases keep its bit.
+    type P = DefaultPlatform;
+
+    /// A timed write lock of `raw` that gives up after `ms`; unlocks it
+    /// again if taken.
+    fn write_within(raw: &QRwCore, ms: u64) -> bool {
+        let deadline = || Deadline::after::<P>(core::time::Duration::from_millis(ms));
+        let taken = raw.lock_exclusive_until(|| {}, deadline, Events::NONE);
+        if taken {
+            // SAFETY: we hold the write lock we just took.
+            unsafe { raw.unlock_exclusive(GuardSend::new()) };
+        }
+        taken
+    }
+
+    #[test]
+    fn turns_count_one_two_three() {
+        assert_eq!(next_turn(0), TURN_ONE);
+        assert_eq!(next_turn(TURN_ONE | W_LOCKED), 2 * TURN_ONE);
+        assert_eq!(next_turn(2 * TURN_ONE), 3 * TURN_ONE);
+        assert_eq!(next_turn((3 * TURN_ONE) | QUIET | ONE_READER), TURN_ONE);
+    }
+
+    #[test]
+    fn a_turn_lets_only_its_holder_write_while_someone_waits() {
+        let raw: QRwCore = QRwCore::new();
+        // As if we had claimed turn 1, and another thread waits (it holds
+        // the queue lock, as a word waiter does).
+        raw.cnts.store(TURN_ONE, Ordering::Relaxed);
+        batch::claim_turn::<P>(raw.addr(), TURN_ONE);
+        raw.wait_lock.lock(Events::NONE);
+        let w = raw.lock_exclusive();
+        assert_eq!(
+            word(&raw),
+            TURN_ONE | W_LOCKED,
+            "the holder writes past its turn"
+        );
+        // SAFETY: `w` came from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+        assert_eq!(word(&raw), TURN_ONE);
+        // A thread that ran before the claim (no turn of its own) finds the
+        // lock free, but queues behind the waiter.
+        thread::scope(|s| {
+            s.spawn(|| assert!(!write_within(&raw, 20), "a writer passed the turn"));
+        });
+        assert_eq!(word(&raw), TURN_ONE, "the writer that gave up left nothing");
+        // And readers do not look at turns.
+        let r = raw.try_lock_shared().unwrap();
+        // SAFETY: `r` came from `try_lock_shared` above.
+        unsafe { raw.unlock_shared(r) };
+        raw.wait_lock.release(false);
+    }
+
+    #[test]
+    fn a_turn_ends_when_nobody_waits() {
+        let raw: QRwCore = QRwCore::new();
+        raw.cnts.store(TURN_ONE, Ordering::Relaxed);
+        batch::claim_turn::<P>(raw.addr(), TURN_ONE);
+        let w = raw.lock_exclusive();
+        assert_eq!(word(&raw), W_LOCKED, "the holder's write ended the turn");
+        // SAFETY: `w` came from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+        assert_eq!(word(&raw), 0);
+    }
+
+    #[test]
+    fn a_writer_that_queued_takes_the_next_turn() {
+        let raw: QRwCore = QRwCore::new();
+        // Another thread's turn 1 (we, on a fresh thread, hold none).
+        raw.cnts.store(TURN_ONE, Ordering::Relaxed);
+        thread::scope(|s| {
+            s.spawn(|| {
+                let w = raw.lock_exclusive();
+                assert_eq!(word(&raw), W_LOCKED | (2 * TURN_ONE));
+                assert_eq!(batch::turn_of::<P>(raw.addr(), 2 * TURN_ONE), Turn::Ours);
+                // SAFETY: `w` came from `lock_exclusive` above.
+                unsafe { raw.unlock_exclusive(w) };
+            });
+        });
+        assert_eq!(word(&raw), 2 * TURN_ONE);
+    }
+
+    #[test]
+    fn a_queued_reader_takes_a_turn_from_a_running_writer() {
+        let raw: QRwCore = QRwCore::new();
+        let w = raw.lock_exclusive();
+        thread::scope(|s| {
+            let reader = s.spawn(|| {
+                let r = raw.lock_shared();
+                let turn = word(&raw) & TURN;
+                assert_eq!(turn, TURN_ONE);
+                assert_eq!(batch::turn_of::<P>(raw.addr(), turn), Turn::Ours);
+                // SAFETY: `r` came from `lock_shared` above.
+                unsafe { raw.unlock_shared(r) };
+            });
+            // The reader queues and waits out our batch (`QUIET`); then it
+            // claims. (Released before, our lock could go to the reader's
+            // optimistic spin, which takes no turn.)
+            while word(&raw) & QUIET == 0 {
+                thread::yield_now();
+            }
+            // SAFETY: `w` came from `lock_exclusive` above.
+            unsafe { raw.unlock_exclusive(w) };
+            reader.join().unwrap();
+        });
+        // The running writer (us) is not the turn's holder: with nobody
+        // waiting it queues, finds the lock free and claims the next turn.
+        assert_eq!(batch::turn_of::<P>(raw.addr(), TURN_ONE), Turn::Theirs);
+        assert!(write_within(&raw, 1_000));
+        assert_eq!(word(&raw), 2 * TURN_ONE);
+    }
+
+    #[test]
+    fn a_turn_that_lasted_is_left_to_a_waiter() {
+        let raw: QRwCore = QRwCore::new();
+        raw.cnts.store(TURN_ONE, Ordering::Relaxed);
+        batch::claim_turn::<P>(raw.addr(), TURN_ONE);
+        raw.wait_lock.lock(Events::NONE);
+        thread::sleep(core::time::Duration::from_nanos(TUNING.qrw_turn_ns));
+        // The holder reads the clock on one write in
+        // `qrw_turn_clock_writes`: the writes before go on...
+        for _ in 1..TUNING.qrw_turn_clock_writes {
+            assert!(write_within(&raw, 1_000));
+        }
+        // ... and at that one it finds its turn over: it queues behind the
+        // waiter (and gives up here, its deadline passing).
+        assert!(!write_within(&raw, 20));
+        assert_eq!(batch::turn_of::<P>(raw.addr(), TURN_ONE), Turn::Theirs);
+        raw.wait_lock.release(false);
+        assert_eq!(word(&raw), TURN_ONE);
+    }
+
+    #[test]
+    fn upgrades_pass_a_turn() {
+        let raw: QRwCore = QRwCore::new();
+        raw.cnts.store(2 * TURN_ONE, Ordering::Relaxed);
+        let u = raw.lock_upgradable();
+        // SAFETY: `u` came from `lock_upgradable` above.
+        let w = unsafe { raw.upgrade(u) };
+        assert_eq!(word(&raw), W_LOCKED, "the upgrade ended the turn");
+        // SAFETY: `w` came from `upgrade` above.
+        unsafe { raw.unlock_exclusive(w) };
+        raw.cnts.store(3 * TURN_ONE, Ordering::Relaxed);
+        let u = raw.lock_upgradable();
+        // SAFETY: `u` came from `lock_upgradable` above.
+        let w = unsafe { raw.try_upgrade(u) }.unwrap_or_else(|_| panic!("try_upgrade failed"));
+        assert_eq!(word(&raw), W_LOCKED);
+        // SAFETY: `w` came from `try_upgrade` above.
+        unsafe { raw.unlock_exclusive(w) };
+    }
+
     #[test]
     fn quiet_batch_lets_fast_paths_pass() {
         let raw: QRwCore = QRwCore::new();
@@ -1500,7 +1789,8 @@ mod tests {
         let v = lock.read();
         assert_eq!(v.0, writes.load(Ordering::Relaxed));
         drop(v);
-        // SAFETY: reading the raw word only.
-        assert_eq!(word(&unsafe { lock.raw() }.core), 0);
+        // SAFETY: reading the raw word only. (An idle lock may still carry
+        // the last turn.)
+        assert_eq!(word(&unsafe { lock.raw() }.core) & !TURN, 0);
     }
 }

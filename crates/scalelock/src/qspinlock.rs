@@ -741,14 +741,15 @@ impl<P: Platform> QSpinCore<P> {
 
     /// Releases the lock: one Release store, then only the static parking
     /// bucket is read. With a word waiter that claimed the lock (or a fair
-    /// unlock) see `reserve_for_waiter`.
+    /// unlock) see `reserve_for_waiter`; true if it reserved the lock for
+    /// the word waiter (and woke it).
     #[inline]
-    pub(crate) fn release(&self, fair: bool) {
+    pub(crate) fn release(&self, fair: bool) -> bool {
         // A word waiter seen here may give up before we store (a timed
         // one): the reservation is decided by an RMW that still sees it.
         let flags = self.flags.load(Ordering::Relaxed);
         if flags & PENDING != 0 && (fair || flags & HANDOFF != 0) && self.reserve_for_waiter(fair) {
-            return;
+            return true;
         }
         // The address is taken before the store: after it the lock may be
         // freed, and even a `&self` made from it would dangle.
@@ -758,6 +759,7 @@ impl<P: Platform> QSpinCore<P> {
         // Pairs with the heavy fence of `parking::sleep_until_released`.
         P::light_fence();
         parking::wake_after_release::<P>(addr);
+        false
     }
 
     /// A release that hands the lock to the word waiter, which claimed it
@@ -840,6 +842,15 @@ impl<P: Platform> QSpinCore<P> {
     #[inline]
     pub(crate) fn is_locked(&self) -> bool {
         self.locked.load(Ordering::Relaxed) == LOCKED
+    }
+
+    /// Whether anybody holds the lock, has it reserved, or waits for it (a
+    /// snapshot).
+    #[inline]
+    pub(crate) fn is_wanted(&self) -> bool {
+        self.locked.load(Ordering::Relaxed) != FREE
+            || self.flags.load(Ordering::Relaxed) & PENDING != 0
+            || self.tail.load(Ordering::Relaxed) != 0
     }
 }
 

@@ -741,7 +741,7 @@ impl CountedReads {
 
     /// One more read held; true on one in `every`, when the caller should
     /// look at the clock. (The held count cannot reach 2^32 and carry into
-    /// the running count: the underlying lock refuses readers at 2^26.)
+    /// the running count: the underlying lock refuses readers at 2^24.)
     #[inline(always)]
     pub(crate) fn enter(&self, every: u32) -> bool {
         let n = self.0.get().wrapping_add(1 << 32 | 1);

@@ -2,9 +2,11 @@
 //! paths, the reader slow path queueing on `wait_lock` behind a writer, the
 //! writer slow path (W_WAITING, drain, W_LOCKED), downgrade, upgrade, the
 //! batch protocol (the `wait_lock` holder waits with QUIET while a running
-//! writer re-acquires, the writer raises HANDOFF, the waiter claims), and
-//! sleeping on the count word (the loom platform's `wait` really blocks, so
-//! a lost wake-up around PARKED shows up as a loom deadlock).
+//! writer re-acquires, the writer raises HANDOFF, the waiter claims), turns
+//! (a queued reader's claim takes one; the writer that ran before it may not
+//! pass it), and sleeping on the count word (the loom platform's `wait`
+//! really blocks, so a lost wake-up around PARKED shows up as a loom
+//! deadlock).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p scalelock
 //! --release --test loom_qrwlock`
@@ -184,4 +186,37 @@ fn batch_handoff_to_writer() {
 #[test]
 fn batch_handoff_to_reader() {
     batch_handoff(false);
+}
+
+/// Turns: the reader queues behind the running writer and its claim takes
+/// a turn; the reader then writes past its turn while the writer, which ran
+/// before the claim, writes again: it may not pass the turn, and queues
+/// (or, once nobody waits, ends it and claims the next). Under loom a turn
+/// is over after `batch_polls` writes (no clock), so the reader's third
+/// write can find it over with the writer waiting, and leave it to it.
+/// Every write lands, exclusion holds, and nobody is left waiting.
+#[test]
+fn turn_holder_and_earlier_writer() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(|| {
+        let s = Shared::new();
+        let t = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let seen = s.read();
+                for _ in 0..3 {
+                    s.write();
+                }
+                seen
+            })
+        };
+        s.write();
+        s.write_yielding(6);
+        s.write();
+        let seen = t.join().unwrap();
+        assert!(seen <= 3);
+        assert_eq!(s.read(), 6);
+        assert!(!s.lock.is_locked());
+    });
 }

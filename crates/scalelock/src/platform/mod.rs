@@ -82,6 +82,7 @@ pub type DefaultPlatform = ShuttlePlatform;
 #[derive(Debug, Default)]
 pub struct LocalState {
     pub(crate) handed_off: crate::wait::batch::HandedOff,
+    pub(crate) claimed_turn: crate::wait::batch::ClaimedTurn,
     pub(crate) held_reads: crate::reader_table::HeldReads,
     pub(crate) counted_reads: crate::reader_table::CountedReads,
 }
@@ -91,6 +92,7 @@ impl LocalState {
     pub const fn new() -> Self {
         Self {
             handed_off: crate::wait::batch::HandedOff::new(),
+            claimed_turn: crate::wait::batch::ClaimedTurn::new(),
             held_reads: crate::reader_table::HeldReads::new(),
             counted_reads: crate::reader_table::CountedReads::new(),
         }

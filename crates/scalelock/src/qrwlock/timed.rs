@@ -121,11 +121,10 @@ impl<P: Platform> QRwCore<P> {
         deadline: Deadline,
         ev: Events,
     ) -> bool {
-        // Newcomer readers now queue (behind us, on wait_lock).
-        self.cnts.fetch_or(W_WAITING, Ordering::Relaxed);
+        self.start_upgrade();
         // False: W_WAITING and our PARKED are gone again; our reader count
         // and `wait_lock` stay: still the upgradable reader.
-        self.take_from_waiting(ONE_READER, deadline, ev)
+        self.take_from_waiting(ONE_READER, 0, deadline, ev)
     }
 
     /// Releases an upgradable read fairly: `wait_lock` to the next queued

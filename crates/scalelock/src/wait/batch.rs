@@ -44,6 +44,14 @@
 //! A word waiter that is not running when the lock is reserved for it
 //! delays nobody for long: a spinning contender takes a reserved lock after
 //! `qs_steal_ns`, and its own release reserves it again.
+//!
+//! # Turns: who may go on after a claim
+//! A reader-writer lock's claim need not stop the threads that are running
+//! (readers share), so `qrwlock` numbers each claim's *turn* in its word
+//! and the claimant keeps a [`ClaimedTurn`] record: while the turn lasts,
+//! writers other than its holder queue ([`turn_of`] tells them apart), and
+//! the holder gives the turn up after `qrw_turn_ns` if someone waits. See
+//! "Turns" in `qrwlock`'s module docs.
 
 use core::cell::Cell;
 
@@ -105,6 +113,89 @@ pub(crate) struct HandedOff {
 impl HandedOff {
     pub(crate) const fn new() -> Self {
         Self { lock: Cell::new(0) }
+    }
+}
+
+/// A thread's record of the turn it claimed on a lock (see "Turns" in the
+/// module docs): which lock (its address; 0: none), which turn, since when,
+/// and how many writes it has made in it (the clock is read on one in
+/// `qrw_turn_clock_writes`). Lives in `LocalState`; only its thread
+/// touches it.
+#[derive(Debug, Default)]
+pub(crate) struct ClaimedTurn {
+    lock: Cell<usize>,
+    turn: Cell<u32>,
+    since_ns: Cell<u64>,
+    writes: Cell<u32>,
+}
+
+impl ClaimedTurn {
+    pub(crate) const fn new() -> Self {
+        Self {
+            lock: Cell::new(0),
+            turn: Cell::new(0),
+            since_ns: Cell::new(0),
+            writes: Cell::new(0),
+        }
+    }
+}
+
+/// The calling thread claimed turn `turn` of the lock at `lock`, now.
+#[inline]
+pub(crate) fn claim_turn<P: Platform>(lock: usize, turn: u32) {
+    let now = P::now_ns();
+    let _ = P::with_local(|l| {
+        let t = &l.claimed_turn;
+        t.lock.set(lock);
+        t.turn.set(turn);
+        t.since_ns.set(now);
+        t.writes.set(0);
+    });
+}
+
+/// Whose turn `turn` of the lock at `lock` is, asked by a writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// Another thread's (or one we no longer hold).
+    Theirs,
+    /// Ours, and it lasts.
+    Ours,
+    /// Ours, but it has lasted `qrw_turn_ns`: we give it up (the record is
+    /// gone).
+    Over,
+}
+
+/// Whose turn `turn` of the lock at `lock` is (see [`Turn`]); counts one
+/// write in it if it is ours.
+#[inline]
+pub(crate) fn turn_of<P: Platform>(lock: usize, turn: u32) -> Turn {
+    let mut since = None;
+    let mine = P::with_local(|l| {
+        let t = &l.claimed_turn;
+        if t.lock.get() != lock || t.turn.get() != turn {
+            return false;
+        }
+        let writes = t.writes.get().wrapping_add(1);
+        t.writes.set(writes);
+        if writes % TUNING.qrw_turn_clock_writes == 0 {
+            since = Some((t.since_ns.get(), writes));
+        }
+        true
+    })
+    .unwrap_or(false);
+    if !mine {
+        return Turn::Theirs;
+    }
+    // (Where there is no clock, `batch_polls` clock reads bound the turn.)
+    let over = since.is_some_and(|(since, writes)| {
+        writes / TUNING.qrw_turn_clock_writes >= TUNING.batch_polls
+            || P::now_ns().wrapping_sub(since) >= TUNING.qrw_turn_ns
+    });
+    if over {
+        let _ = P::with_local(|l| l.claimed_turn.lock.set(0));
+        Turn::Over
+    } else {
+        Turn::Ours
     }
 }
 

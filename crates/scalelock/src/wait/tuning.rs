@@ -119,6 +119,14 @@ pub(crate) struct Tuning {
     /// `Backoff` steps (never yielding) a contended acquirer spins on loads
     /// of the count word before queueing.
     pub qrw_optimistic_steps: u32,
+    /// How long a turn lasts at most (`qrwlock`'s `TURN`): its holder
+    /// leaves it to a waiting thread at its first write after this long,
+    /// even if that waiter has not come to claim it (a waiter woken onto
+    /// the holder's busy CPU can wait a scheduler tick).
+    pub qrw_turn_ns: u64,
+    /// A turn's holder reads the clock on one write in this many of its
+    /// turn (or, without a clock, leaves after `batch_polls` such reads).
+    pub qrw_turn_clock_writes: u32,
 
     // --- percpu_rwlock ---
     /// `Backoff` steps a writer spins on a reader's slot before parking.
@@ -236,6 +244,8 @@ const NATIVE: Tuning = Tuning {
 
     qrw_spin_steps: 11,
     qrw_optimistic_steps: 4,
+    qrw_turn_ns: 1_000_000,
+    qrw_turn_clock_writes: 64,
 
     pc_writer_steps: 11,
     pc_clock_every: 64,
@@ -294,6 +304,8 @@ const LOOM: Tuning = Tuning {
 
     qrw_spin_steps: 2,
     qrw_optimistic_steps: 1,
+    qrw_turn_ns: 1_000_000,
+    qrw_turn_clock_writes: 1,
 
     // No spinning: the models reach the parking path.
     pc_writer_steps: 0,
