@@ -57,6 +57,11 @@ impl<P: Platform> QRwCore<P> {
         deadline: impl FnOnce() -> Deadline,
         ev: Events,
     ) -> bool {
+        // A look first, as in `lock_exclusive_hooked`.
+        let v = self.cnts.load(Ordering::Relaxed);
+        if v != 0 {
+            return self.lock_exclusive_timed(v, contended, deadline(), ev);
+        }
         // Acquire pairs with the previous holders' Release.
         match self
             .cnts
