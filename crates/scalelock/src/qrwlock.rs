@@ -21,7 +21,7 @@
 //! | `PARKED` | the `wait_lock` holder sleeps in `Platform::wait` on this word | the `wait_lock` holder only | the same thread only |
 //! | `QUIET` | the `wait_lock` holder waits out the running threads' batch (see "Fair and fast: batches"): fast paths still take the lock | the `wait_lock` holder, on starting to wait | the same thread, by the RMW that claims the lock (or, giving up at its deadline, that leaves) |
 //! | `HANDOFF` | a fair unlock ended the batch: fast paths must not take the lock; only ever set together with `QUIET` | a fair unlock, in its releasing RMW (only while `QUIET` is set) | the `QUIET` owner, in the same RMW that clears `QUIET` |
-//! | `TURN` | the number (1 to 3) of the turn the last claimant took (see "Turns"): writers other than its holder queue; 0: no turn | the `wait_lock` holder, in the RMW that claims the lock (as a reader or a writer) | the next claim (which sets the next number), an upgrade (the RMW that sets `W_WAITING`, or its `cmpxchg` to `W_LOCKED`), or the turn's holder taking `W_LOCKED` from a word of nothing but `TURN` when nobody waits for `wait_lock` |
+//! | `TURN` | the number (1 to 3) of the turn the last claimant took (see "Turns"): writers other than its holder queue; 0: no turn | the `wait_lock` holder, in the RMW that claims the lock (as a reader or a writer) | the next claim (which sets the next number), an upgrade (the RMW that sets `W_WAITING`, or its `cmpxchg` to `W_LOCKED`), or any writer taking `W_LOCKED` from a word of nothing but `TURN` when nobody waits for `wait_lock` |
 //! | count | readers holding the lock, plus readers that are about to find out they must queue (they undo their increment) | `fetch_add` by readers | `fetch_sub` by readers |
 //!
 //! Bit 31 (`READER_OVERFLOW`) is the top of the reader count: readers refuse
@@ -157,8 +157,10 @@
 //! (which finds the lock free and claims it) and yields its CPU once, then
 //! queues. A claimant that hands `wait_lock` to a sleeping waiter yields
 //! its CPU once as well (as `qspinlock`'s hand-offs do). When nobody waits
-//! for `wait_lock`, the holder's next write ends the turn (the lock is then
-//! as if no turn had been taken); a later claim takes a new one.
+//! for `wait_lock`, the turn serves no one: the next write, the holder's
+//! or anyone's, ends it (the lock is then as if no turn had been taken; a
+//! rare writer of a read-mostly lock does not queue behind a stale turn);
+//! a later claim takes a new one.
 //!
 //! The turn costs its holder's writes a call and a thread-local lookup
 //! (their `cmpxchg` is the one of the slow path: the fast path only looks),
@@ -816,9 +818,11 @@ impl<P: Platform> QRwCore<P> {
         let turn = match v & TURN {
             0 => 0,
             turn => match batch::turn_of::<P>(self.addr(), turn) {
-                Turn::Theirs => 0,
-                // Ours, and nobody waits for the lock: the turn serves no
-                // one; it ends here, and a free lock is ours.
+                // Nobody waits for the lock: the turn serves no one; it
+                // ends here (whoever holds it), and a free lock is ours.
+                // (Queueing would only leave the lock idle, and cost a
+                // rare writer of a read-mostly lock a trip through the
+                // queue on every write.)
                 t if !self.wait_lock.is_wanted() => {
                     if v & !TURN == 0
                         && self
@@ -831,6 +835,7 @@ impl<P: Platform> QRwCore<P> {
                     }
                     if t == Turn::Ours { turn } else { 0 }
                 }
+                Turn::Theirs => 0,
                 Turn::Ours => turn,
                 // Over, with someone waiting: we queue, and leave the lock
                 // to them, waking a waiter that sleeps through its batch
@@ -1655,8 +1660,10 @@ mod tests {
     #[test]
     fn a_writer_that_queued_takes_the_next_turn() {
         let raw: QRwCore = QRwCore::new();
-        // Another thread's turn 1 (we, on a fresh thread, hold none).
+        // Another thread's turn 1 (the writer, on a fresh thread, holds
+        // none), and a waiter holds the queue lock: the writer queues.
         raw.cnts.store(TURN_ONE, Ordering::Relaxed);
+        raw.wait_lock.lock(Events::NONE);
         thread::scope(|s| {
             s.spawn(|| {
                 let w = raw.lock_exclusive();
@@ -1665,8 +1672,27 @@ mod tests {
                 // SAFETY: `w` came from `lock_exclusive` above.
                 unsafe { raw.unlock_exclusive(w) };
             });
+            thread::sleep(core::time::Duration::from_millis(10));
+            assert_eq!(word(&raw), TURN_ONE, "the writer passed the turn");
+            raw.wait_lock.release(false);
         });
         assert_eq!(word(&raw), 2 * TURN_ONE);
+    }
+
+    #[test]
+    fn anyone_ends_a_turn_nobody_waits_for() {
+        let raw: QRwCore = QRwCore::new();
+        // Another thread's turn; nobody waits.
+        raw.cnts.store(TURN_ONE, Ordering::Relaxed);
+        thread::scope(|s| {
+            s.spawn(|| {
+                let w = raw.lock_exclusive();
+                assert_eq!(word(&raw), W_LOCKED, "the turn ended at once");
+                // SAFETY: `w` came from `lock_exclusive` above.
+                unsafe { raw.unlock_exclusive(w) };
+            });
+        });
+        assert_eq!(word(&raw), 0);
     }
 
     #[test]
@@ -1692,11 +1718,11 @@ mod tests {
             unsafe { raw.unlock_exclusive(w) };
             reader.join().unwrap();
         });
-        // The running writer (us) is not the turn's holder: with nobody
-        // waiting it queues, finds the lock free and claims the next turn.
+        // The running writer (us) is not the turn's holder; with nobody
+        // waiting, its write ends the turn.
         assert_eq!(batch::turn_of::<P>(raw.addr(), TURN_ONE), Turn::Theirs);
         assert!(write_within(&raw, 1_000));
-        assert_eq!(word(&raw), 2 * TURN_ONE);
+        assert_eq!(word(&raw), 0);
     }
 
     #[test]
