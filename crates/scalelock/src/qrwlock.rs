@@ -747,20 +747,25 @@ impl<P: Platform> QRwCore<P> {
     /// The write fast path; `contended` and `ev` as in `lock_shared_hooked`.
     #[inline]
     pub(crate) fn lock_exclusive_hooked(&self, contended: impl FnOnce(), ev: Events) {
-        // A look first: a word with anything in it (a turn, a quiet waiter,
-        // holders) goes to the slow path without a failing `cmpxchg`.
+        if let Err(v) = self.try_lock_exclusive_fast() {
+            self.lock_exclusive_slow(v, contended, ev);
+        }
+    }
+
+    /// The write fast paths' attempt (untimed and timed): takes a free
+    /// word, or returns the word it saw. A look first: a word with anything
+    /// in it (a turn, a quiet waiter, holders) goes to the slow path without
+    /// a failing `cmpxchg`.
+    #[inline]
+    fn try_lock_exclusive_fast(&self) -> Result<(), u32> {
         let v = self.cnts.load(Ordering::Relaxed);
         if v != 0 {
-            self.lock_exclusive_slow(v, contended, ev);
-            return;
+            return Err(v);
         }
         // Acquire pairs with the previous holders' Release.
-        if let Err(v) =
-            self.cnts
-                .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
-        {
-            self.lock_exclusive_slow(v, contended, ev);
-        }
+        self.cnts
+            .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .map(drop)
     }
 
     /// The upgradable-read acquisition; `contended` as in

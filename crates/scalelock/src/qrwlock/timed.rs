@@ -18,8 +18,7 @@ use crate::sync::atomic::Ordering;
 use crate::wait::Deadline;
 
 use super::{
-    HANDOFF, ONE_READER, PARKED, QRwCore, QUIET, READER_OVERFLOW, RawQRwLock, W_LOCKED, W_MASK,
-    W_WAITING,
+    HANDOFF, ONE_READER, PARKED, QRwCore, QUIET, READER_OVERFLOW, RawQRwLock, W_MASK, W_WAITING,
 };
 
 impl<P: Platform> QRwCore<P> {
@@ -57,17 +56,8 @@ impl<P: Platform> QRwCore<P> {
         deadline: impl FnOnce() -> Deadline,
         ev: Events,
     ) -> bool {
-        // A look first, as in `lock_exclusive_hooked`.
-        let v = self.cnts.load(Ordering::Relaxed);
-        if v != 0 {
-            return self.lock_exclusive_timed(v, contended, deadline(), ev);
-        }
-        // Acquire pairs with the previous holders' Release.
-        match self
-            .cnts
-            .compare_exchange(0, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
-        {
-            Ok(_) => true,
+        match self.try_lock_exclusive_fast() {
+            Ok(()) => true,
             Err(v) => self.lock_exclusive_timed(v, contended, deadline(), ev),
         }
     }
