@@ -939,7 +939,6 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // The statistics clock (no read without statistics).
         let revoke_start = hook::clock_ns();
         let mut drained = true;
-        let mut fast_reads = 0u32;
         // Threads with reader slots: more than one, and reads on the
         // underlying lock would bounce its line (`read_saving_ns`).
         let mut slots = 0u32;
@@ -947,8 +946,6 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             slots = slots.saturating_add(1);
             if drained && let Some(slot) = table.slot(i) {
                 drained = wait_slot::<P>(slot, id, deadline, self.events(Access::Write));
-                // The line the wait just read.
-                fast_reads = fast_reads.wrapping_add(slot.fast_reads());
             }
         });
         if !drained {
@@ -964,6 +961,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             LockKind::PerCpuRwLock,
             hook::clock_ns().saturating_sub(revoke_start),
         );
+        let fast_reads = table.fast_reads_total(P::reader_slot_bound());
         let keep = old & !(FAST | SYM | STAMP_MASK);
         // What each slot read saved against the underlying lock.
         let saving = read_saving_ns(slots);

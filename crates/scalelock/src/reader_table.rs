@@ -396,10 +396,25 @@ impl ReaderTable {
         }
     }
 
-    /// Biased reads of the class since its last asymmetric revocation, from
-    /// `sum`, the wrapping sum of the slots' counts this revocation scanned
-    /// (each slot's count only grows, so the difference of the sums is the
-    /// sum of the differences, modulo 2^32); records `sum` for the next.
+    /// The wrapping sum of the slot-read counts of slots `0..bound`: every
+    /// slot index handed out so far (`Platform::reader_slot_bound`), not
+    /// only those of live threads. A slot keeps its count when its thread
+    /// exits and the next owner of the index continues it, so this sum only
+    /// grows; over the live threads' slots alone, one that exited between
+    /// two revocations took its count out of the sum, which then wrapped to
+    /// billions of reads ("they paid for the revocation"). One more pass
+    /// over the lines the revocation's scan just read, plus those of exited
+    /// threads' slots, which nobody writes.
+    pub(crate) fn fast_reads_total(&self, bound: usize) -> u32 {
+        self.slots[..bound.min(SLOTS)]
+            .iter()
+            .fold(0u32, |sum, slot| sum.wrapping_add(slot.fast_reads()))
+    }
+
+    /// Slot reads of the class since its last revocation, from `sum`, a
+    /// `fast_reads_total` (each slot's count only grows, so the difference
+    /// of the sums is the sum of the differences, modulo 2^32); records
+    /// `sum` for the next.
     /// Class-wide, as the other figures here: reads of the class's other
     /// locks count too. Relaxed: a hint.
     #[inline]

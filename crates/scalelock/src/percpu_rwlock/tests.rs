@@ -1,7 +1,7 @@
 //! Unit tests of `RawPerCpuRwLock` (small enough for Miri).
 
 use std::boxed::Box;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as O};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as O};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::vec::Vec;
@@ -21,9 +21,22 @@ const ITERS: usize = if cfg!(miri) { 30 } else { 5_000 };
 /// not the real one: each reading moves it `STEP_NS` forward, so a test
 /// of the mode rules sees the same times however its threads are
 /// scheduled (Miri's scheduler, or a preempted CI runner, can put any gap
-/// between two writes on the real clock).
+/// between two writes on the real clock). With `CLOCK` not 0 the clock is
+/// the manual clock `MANUAL_CLOCKS[CLOCK - 1]`: it moves only when the test
+/// moves it (`advance`) and when a heavy fence "takes" its `FENCE_NS`, so a
+/// test that sleeps between writes on the real clock can instead say
+/// exactly how long each gap and each revocation lasted.
 #[derive(Debug, Clone, Copy, Default)]
-struct TestPlatform<const FENCE_NS: u64 = 0, const STEP_NS: u64 = 0>;
+struct TestPlatform<const FENCE_NS: u64 = 0, const STEP_NS: u64 = 0, const CLOCK: usize = 0>;
+
+/// The manual clocks of `TestPlatform<_, _, CLOCK>`: one per test that
+/// uses one (by its `CLOCK`), shared by that test's threads.
+static MANUAL_CLOCKS: [AtomicU64; 7] = [const { AtomicU64::new(1 << 40) }; 7];
+
+/// Moves manual clock `clock` (a `CLOCK` parameter) forward by `ns`.
+fn advance(clock: usize, ns: u64) {
+    MANUAL_CLOCKS[clock - 1].fetch_add(ns, O::Relaxed);
+}
 
 std::thread_local! {
     /// The stepped clock of `TestPlatform<_, STEP_NS>`: one per thread, so
@@ -36,8 +49,10 @@ type StdP = crate::platform::StdPlatform;
 
 // SAFETY: everything is the std platform's, except `wait` (returns at once,
 // a permitted spurious return) and `wake_*` (nothing sleeps) under Miri,
-// and the stepped clock (monotonic, as the contract asks).
-unsafe impl<const FENCE_NS: u64, const STEP_NS: u64> Platform for TestPlatform<FENCE_NS, STEP_NS> {
+// and the stepped and manual clocks (monotonic, as the contract asks).
+unsafe impl<const FENCE_NS: u64, const STEP_NS: u64, const CLOCK: usize> Platform
+    for TestPlatform<FENCE_NS, STEP_NS, CLOCK>
+{
     fn relax() {
         StdP::relax()
     }
@@ -45,7 +60,9 @@ unsafe impl<const FENCE_NS: u64, const STEP_NS: u64> Platform for TestPlatform<F
         StdP::yield_now()
     }
     fn now_ns() -> u64 {
-        if STEP_NS == 0 {
+        if CLOCK != 0 {
+            MANUAL_CLOCKS[CLOCK - 1].load(O::Relaxed)
+        } else if STEP_NS == 0 {
             StdP::now_ns()
         } else {
             STEPPED_CLOCK.with(|c| {
@@ -75,6 +92,11 @@ unsafe impl<const FENCE_NS: u64, const STEP_NS: u64> Platform for TestPlatform<F
         StdP::light_fence()
     }
     fn heavy_fence() {
+        if CLOCK != 0 {
+            StdP::heavy_fence();
+            advance(CLOCK, FENCE_NS);
+            return;
+        }
         let start = StdP::now_ns();
         StdP::heavy_fence();
         while StdP::now_ns().saturating_sub(start) < FENCE_NS {
@@ -104,6 +126,9 @@ unsafe impl<const FENCE_NS: u64, const STEP_NS: u64> Platform for TestPlatform<F
     }
     fn reader_slot_bound() -> usize {
         StdP::reader_slot_bound()
+    }
+    fn reader_slots_in_use(f: impl FnMut(usize)) {
+        StdP::reader_slots_in_use(f)
     }
 }
 
@@ -335,90 +360,115 @@ fn biased_reads_that_pay_for_the_revocation_keep_the_bias() {
 }
 
 /// Sparse writes keep the bias: a revocation after the bias was on for
-/// many revocation costs brings it back at unlock, with no window.
+/// many revocation costs brings it back at unlock, with no window; one
+/// that follows the bias's return closely inhibits it. On a manual clock
+/// (the real one may preempt a revocation for longer than the gap).
 #[test]
-#[cfg_attr(miri, ignore = "sleeps on the real clock")]
 fn sparse_writes_keep_the_bias() {
-    let raw = Raw::new();
-    // Writes back to back first, so the stamp is known (a fresh lock's is
-    // not): they leave the bias inhibited.
-    for _ in 0..2 {
-        let w = raw.lock_exclusive();
-        // SAFETY: from `lock_exclusive` above.
-        unsafe { raw.unlock_exclusive(w) };
-    }
-    // A few tries: a revocation that happens to take over 1/8 of the gap
-    // (a preempted writer on a loaded machine) inhibits once.
-    let kept = (0..20).any(|_| {
-        // Until the bias is on (a slow reader re-enables it after a
-        // window), then a gap of about 1 ms, inside the stamp's exact range.
-        for _ in 0..2_000 {
-            if raw.state.load(O::Relaxed) & FAST != 0 {
-                break;
-            }
-            let t = raw.lock_shared();
-            // SAFETY: from `lock_shared` above.
-            unsafe { raw.unlock_shared(t) };
-            std::thread::sleep(std::time::Duration::from_micros(50));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-        // Only a biased spell counts (dear fences may have made the lock
-        // symmetric; its rare writes bring the bias back for the next try).
-        let biased = raw.state.load(O::Relaxed) & (FAST | SYM) == FAST;
+    const CLOCK: usize = 1;
+    static TABLE: ReaderTable = ReaderTable::new();
+    // Heavy fences of 1.5 µs: a revocation costs 1.5 µs (cheap: under
+    // `pc_sym_cost_ns`, so none goes symmetric).
+    let raw = RawPerCpuRwLock::<TestPlatform<1_500, 0, CLOCK>>::with_table(&TABLE);
+    let write = || {
         let w = raw.lock_exclusive();
         let next = w.next;
         // SAFETY: from `lock_exclusive` above.
         unsafe { raw.unlock_exclusive(w) };
-        biased && next & (FAST | SYM) == FAST
-    });
-    assert!(kept, "a write after a long biased spell keeps the bias");
-    let s = raw.state.load(O::Relaxed);
-    assert_ne!(s & FAST, 0, "the bias is back after the sparse write");
-}
-
-/// The symmetric mode does not stick while writes keep coming: one
-/// symmetric revocation in `pc_sym_probe` tries the biased mode again.
-#[test]
-#[cfg_attr(miri, ignore = "sleeps on the real clock")]
-fn symmetric_mode_probes_the_bias_again() {
-    static FORCED: ReaderTable = ReaderTable::new();
-    FORCED.force_symmetric();
-    // Heavy fences of 60 µs: no counted gap (under `pc_rare_ns / 2`) is
-    // `pc_keep_factor` fences long, so only the probe brings the bias back.
-    let raw = RawPerCpuRwLock::<TestPlatform<60_000>>::with_table(&FORCED);
-    let mut biased = 0;
-    let mut symmetric = 0;
-    // Gaps of 20 µs or more: neither dense (inhibiting) nor, unless the
-    // sleep overslept (then the outcome is not counted), rare.
-    let mut last = std::time::Instant::now();
-    for _ in 0..3 * TUNING.pc_sym_probe {
+        next
+    };
+    // Writes back to back first, so the stamp is known (a fresh lock's is
+    // not): they leave the bias inhibited.
+    write();
+    assert_eq!(write() & FAST, 0, "back to back: inhibited");
+    for round in 0..3 {
+        // Until the bias is on (a slow reader re-enables it once the
+        // window is over; each slow read in `pc_clock_every` reads the
+        // clock), then a gap of 1 ms (over 600 revocations), inside the
+        // stamp's exact range.
+        let mut reads = 0;
+        while raw.state.load(O::Relaxed) & FAST == 0 {
+            let t = raw.lock_shared();
+            // SAFETY: from `lock_shared` above.
+            unsafe { raw.unlock_shared(t) };
+            advance(CLOCK, 1_000);
+            reads += 1;
+            assert!(reads < 100_000, "the bias never came back");
+        }
+        advance(CLOCK, 1_000_000);
+        assert_eq!(
+            write() & (FAST | SYM),
+            FAST,
+            "round {round}: a write after a long biased spell keeps the bias"
+        );
+        assert_ne!(raw.state.load(O::Relaxed) & FAST, 0, "the bias is back");
+        // 2 µs later (under `pc_keep_factor` revocations), with one read
+        // in between (which does not pay for it): inhibited.
         let t = raw.lock_shared();
         // SAFETY: from `lock_shared` above.
         unsafe { raw.unlock_shared(t) };
-        std::thread::sleep(std::time::Duration::from_micros(20));
+        advance(CLOCK, 2_000);
+        assert_eq!(write() & FAST, 0, "round {round}: a close write inhibits");
+    }
+}
+
+/// The symmetric mode does not stick while writes keep coming: one
+/// symmetric revocation in `pc_sym_probe` tries the biased mode again. On
+/// a manual clock, so that no gap is rare by accident.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "three probe periods of reads: over a minute under Miri"
+)]
+fn symmetric_mode_probes_the_bias_again() {
+    const CLOCK: usize = 2;
+    static FORCED: ReaderTable = ReaderTable::new();
+    FORCED.force_symmetric();
+    // Heavy fences of 60 µs and writes 20 µs apart: no gap is
+    // `pc_keep_factor` fences long, so only the probe brings the bias back.
+    let raw = RawPerCpuRwLock::<TestPlatform<60_000, 0, CLOCK>>::with_table(&FORCED);
+    let rounds = 3 * TUNING.pc_sym_probe;
+    let mut biased = 0;
+    let mut symmetric = 0;
+    for _ in 0..rounds {
+        // Enough reads per write to keep the symmetric mode (not inhibit).
+        for _ in 0..2 * TUNING.pc_sym_min_reads {
+            let t = raw.lock_shared();
+            // SAFETY: from `lock_shared` above.
+            unsafe { raw.unlock_shared(t) };
+        }
+        advance(CLOCK, 20_000);
         let w = raw.lock_exclusive();
-        let rare = last.elapsed().as_nanos() as u64 >= TUNING.pc_rare_ns / 2;
-        match (w.next & FAST != 0, w.next & SYM != 0) {
-            (true, false) if !rare => biased += 1,
-            (true, true) => symmetric += 1,
-            _ => {}
+        match w.next & (FAST | SYM) {
+            FAST => biased += 1,
+            s if s == FAST | SYM => symmetric += 1,
+            s => panic!("forced symmetric: neither biased nor symmetric ({s:#x})"),
         }
         // SAFETY: from `lock_exclusive` above.
         unsafe { raw.unlock_exclusive(w) };
-        last = std::time::Instant::now();
     }
-    assert!(symmetric > 0, "forced: revocations go symmetric");
-    assert!(biased > 0, "the symmetric mode tried the bias again");
+    assert_eq!(biased + symmetric, rounds);
+    // Once per `pc_sym_probe` symmetric revocations, give or take the
+    // first (the table's probe count starts anywhere in its period).
+    let probes = rounds / TUNING.pc_sym_probe;
+    assert!(
+        (probes - 1..=probes + 1).contains(&biased),
+        "the symmetric mode tried the bias again once per probe period ({biased} in {rounds})"
+    );
 }
 
 /// One revocation that waits for a long read (as for a reader preempted
 /// inside its read section) does not inhibit the bias when writes are
 /// sparse: the keep rule weighs the cheaper of the last two revocations.
+/// On a manual clock: the reader moves it 300 µs while the writer waits.
 #[test]
-#[cfg_attr(miri, ignore = "sleeps on the real clock")]
 fn one_slow_revocation_keeps_the_bias() {
+    const CLOCK: usize = 3;
     static TABLE: ReaderTable = ReaderTable::new();
-    let raw: &'static Raw = Box::leak(Box::new(Raw::with_table(&TABLE)));
+    // Heavy fences of 1 µs: cheap (under `pc_sym_cost_ns`, so no
+    // revocation here goes symmetric).
+    type Slow = RawPerCpuRwLock<TestPlatform<1_000, 0, CLOCK>>;
+    let raw: &'static Slow = Box::leak(Box::new(Slow::with_table(&TABLE)));
     let write = || {
         let w = raw.lock_exclusive();
         let next = w.next;
@@ -427,61 +477,140 @@ fn one_slow_revocation_keeps_the_bias() {
         next
     };
     let biased = |s: u64| s & (FAST | SYM) == FAST;
-    let mut kept = false;
-    for _ in 0..20 {
-        // Bias on (a slow reader re-enables it once a window is over; a
-        // window after a dear revocation on a loaded machine can last
-        // milliseconds), then a cheap revocation 1 ms after the last
-        // write, kept: the previous cost.
-        for _ in 0..2_000 {
-            if biased(raw.state.load(O::Relaxed)) {
-                break;
-            }
-            let t = raw.lock_shared();
-            // SAFETY: from `lock_shared` above.
-            unsafe { raw.unlock_shared(t) };
-            std::thread::sleep(std::time::Duration::from_micros(50));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-        if !biased(raw.state.load(O::Relaxed)) || !biased(write()) {
-            continue;
-        }
-        // 1 ms later, a write that waits for a fast read held for 300 µs
-        // (more than 1/8 of the gap).
-        std::thread::sleep(std::time::Duration::from_millis(1));
+    // Back to back (inhibited), then slow reads until the bias is back.
+    write();
+    write();
+    while !biased(raw.state.load(O::Relaxed)) {
+        let t = raw.lock_shared();
+        // SAFETY: from `lock_shared` above.
+        unsafe { raw.unlock_shared(t) };
+        advance(CLOCK, 1_000);
+    }
+    // 1 ms later, a cheap revocation (its heavy fence, 1 µs): kept.
+    advance(CLOCK, 1_000_000);
+    assert!(biased(write()), "a sparse cheap write keeps the bias");
+    // 1 ms later, a write that waits for a fast read held for 300 µs: over
+    // 1/`pc_keep_factor` of the gap, but the previous revocation was cheap.
+    advance(CLOCK, 1_000_000);
+    let slow_write = |hold: u64| {
         let (held_tx, held_rx) = std::sync::mpsc::channel();
         let reader = thread::spawn(move || {
             let t = raw.lock_shared();
-            held_tx.send(fast(&t)).unwrap();
-            std::thread::sleep(std::time::Duration::from_micros(300));
+            assert!(fast(&t), "the bias was on");
+            held_tx.send(()).unwrap();
+            // Until the writer waits for our slot asleep: past its heavy
+            // fence and the clock reading that times the fence (moving the
+            // clock before that would make the fence look dear).
+            let slot = t.slot.expect("a fast read holds a slot");
+            while slot.waiters().load(O::Relaxed) == 0 {
+                std::hint::spin_loop();
+            }
+            advance(CLOCK, hold);
             // SAFETY: from `lock_shared` above.
             unsafe { raw.unlock_shared(t) };
         });
-        let was_fast = held_rx.recv().unwrap();
+        // Once the reader holds its slot.
+        held_rx.recv().unwrap();
         let next = write();
         reader.join().unwrap();
-        if was_fast && biased(next) {
-            kept = true;
-            break;
-        }
-    }
-    assert!(kept, "a write that waited for a long read kept the bias");
+        next
+    };
+    assert!(
+        biased(slow_write(300_000)),
+        "a write that waited for a long read kept the bias"
+    );
+    // A second slow one 1 ms later: the cheaper of the last two is now
+    // 301 µs, over 1/`pc_keep_factor` of the gap: inhibited.
+    advance(CLOCK, 1_000_000);
+    assert_eq!(
+        slow_write(300_000) & FAST,
+        0,
+        "two slow revocations in a row: the bias does not stay"
+    );
 }
 
-/// A heavy fence of 5 µs: dear (at least `pc_sym_cost_ns`).
-type DearRaw = RawPerCpuRwLock<TestPlatform<5_000>>;
+/// A reading thread that exits takes no reads back: the reads a
+/// revocation counts (for the keep rule) are those of every slot ever
+/// handed out, not only of the slots in use, so a slot whose thread exited
+/// between two revocations neither wraps the count (a huge "the reads
+/// paid for it") nor hides the reads it made before. On a manual clock.
+#[test]
+fn an_exited_reader_leaves_the_read_count_alone() {
+    const CLOCK: usize = 7;
+    static TABLE: ReaderTable = ReaderTable::new();
+    // Heavy fences of 1 µs: cheap, so no revocation goes symmetric.
+    type Churn = RawPerCpuRwLock<TestPlatform<1_000, 0, CLOCK>>;
+    let raw: &'static Churn = Box::leak(Box::new(Churn::with_table(&TABLE)));
+    let write = || {
+        let w = raw.lock_exclusive();
+        let next = w.next;
+        // SAFETY: from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+        next
+    };
+    let read = || {
+        let t = raw.lock_shared();
+        // SAFETY: from `lock_shared` above.
+        unsafe { raw.unlock_shared(t) };
+    };
+    // Back to back (inhibited), then slow reads until the bias is back.
+    write();
+    write();
+    while raw.state.load(O::Relaxed) & FAST == 0 {
+        read();
+        advance(CLOCK, 1_000);
+    }
+    // This thread takes a slot (a fast read); another thread reads fast
+    // (in a slot of its own), stays alive through a sparse write (kept),
+    // then exits and gives its slot index back.
+    let t = raw.lock_shared();
+    assert!(fast(&t), "the bias is on");
+    // SAFETY: from `lock_shared` above.
+    unsafe { raw.unlock_shared(t) };
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let reader = thread::spawn(move || {
+        for _ in 0..if cfg!(miri) { 200 } else { 5_000 } {
+            let t = raw.lock_shared();
+            assert!(fast(&t), "the bias is on");
+            // SAFETY: from `lock_shared` above.
+            unsafe { raw.unlock_shared(t) };
+        }
+        done_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+    });
+    done_rx.recv().unwrap();
+    advance(CLOCK, 1_000_000);
+    assert_eq!(
+        write() & (FAST | SYM),
+        FAST,
+        "a sparse write keeps the bias"
+    );
+    go_tx.send(()).unwrap();
+    reader.join().unwrap();
+    // A write 2 µs after the last (under `pc_keep_factor` revocations of
+    // 1 µs), with one read in between: nothing paid for it, inhibited.
+    read();
+    advance(CLOCK, 2_000);
+    assert_eq!(
+        write() & FAST,
+        0,
+        "a close write after a reader exited: the exited reader's reads do not count again"
+    );
+}
 
 /// Writes that come 1 ms apart keep the bias even when every revocation's
 /// heavy fence is dear: revoking then costs well under 1/`pc_keep_factor`
 /// of the time, and the symmetric mode would make every read pay a full
-/// fence instead.
+/// fence instead. On a manual clock, with heavy fences of 5 µs (dear: at
+/// least `pc_sym_cost_ns`).
 #[test]
-#[cfg_attr(miri, ignore = "sleeps on the real clock")]
 fn dear_fences_keep_the_bias_for_sparse_writes() {
+    const CLOCK: usize = 4;
     static TABLE: ReaderTable = ReaderTable::new();
-    let raw = DearRaw::with_table(&TABLE);
-    let (mut biased, mut kept) = (0, 0);
-    for _ in 0..10 {
+    let raw = RawPerCpuRwLock::<TestPlatform<5_000, 0, CLOCK>>::with_table(&TABLE);
+    let mut biased = 0;
+    for round in 0..10 {
         // Enough slow reads to look at the clock (an inhibition window
         // over brings the bias back), then a gap of 1 ms, inside the
         // stamp's exact range.
@@ -490,7 +619,7 @@ fn dear_fences_keep_the_bias_for_sparse_writes() {
             // SAFETY: from `lock_shared` above.
             unsafe { raw.unlock_shared(t) };
         }
-        std::thread::sleep(std::time::Duration::from_millis(1));
+        advance(CLOCK, 1_000_000);
         let was_biased = raw.state.load(O::Relaxed) & (FAST | SYM) == FAST;
         let w = raw.lock_exclusive();
         let next = w.next;
@@ -498,60 +627,84 @@ fn dear_fences_keep_the_bias_for_sparse_writes() {
         unsafe { raw.unlock_exclusive(w) };
         if was_biased {
             biased += 1;
-            kept += usize::from(next & (FAST | SYM) == FAST);
+            assert_eq!(
+                next & (FAST | SYM),
+                FAST,
+                "round {round}: a sparse write kept the bias, its fence dear or not"
+            );
         }
     }
     assert!(TABLE.fence_floor_ns() >= 5_000, "the fences were dear");
-    // All but the first one or two (the stamp of a fresh lock is unknown)
-    // and a revocation preempted for 1/8 of the gap on a loaded machine.
+    // All but the first (a fresh lock's stamp is unknown).
     assert!(
-        biased >= 5,
-        "the lock was biased before most writes ({biased})"
-    );
-    assert!(
-        kept + 2 >= biased,
-        "sparse writes kept the bias ({kept} of {biased}), dear fences or not"
+        biased >= 9,
+        "the lock was biased before the writes ({biased})"
     );
 }
 
 /// The symmetric mode brings the bias back once writes are further apart
-/// than `pc_keep_factor` heavy fences, not only past `pc_rare_ns`.
+/// than `pc_keep_factor` heavy fences, not only past `pc_rare_ns`. On a
+/// manual clock, with heavy fences of 5 µs.
 #[test]
-#[cfg_attr(miri, ignore = "sleeps on the real clock")]
 fn symmetric_mode_returns_to_the_bias_when_writes_thin_out() {
+    const CLOCK: usize = 5;
     static FORCED: ReaderTable = ReaderTable::new();
     FORCED.force_symmetric();
-    let raw = DearRaw::with_table(&FORCED);
-    let (mut symmetric, mut back) = (0, 0);
-    let mut last = std::time::Instant::now();
-    for _ in 0..20 {
-        let t = raw.lock_shared();
-        // SAFETY: from `lock_shared` above.
-        unsafe { raw.unlock_shared(t) };
-        // 200 µs: at least 8 fences of 5 µs (unless the last two were
-        // both preempted for 20 µs), under `pc_rare_ns`.
-        std::thread::sleep(std::time::Duration::from_micros(200));
-        let was_symmetric = raw.state.load(O::Relaxed) & (FAST | SYM) == FAST | SYM;
+    let raw = RawPerCpuRwLock::<TestPlatform<5_000, 0, CLOCK>>::with_table(&FORCED);
+    let write = || {
         let w = raw.lock_exclusive();
-        let gap = last.elapsed().as_nanos() as u64;
-        // Counted only under `pc_rare_ns` (an overslept gap is rare by the
-        // old rule too).
-        if was_symmetric && gap < TUNING.pc_rare_ns * 9 / 10 {
-            symmetric += 1;
-            back += usize::from(w.next & (FAST | SYM) == FAST);
-        }
+        let next = w.next;
         // SAFETY: from `lock_exclusive` above.
         unsafe { raw.unlock_exclusive(w) };
-        last = std::time::Instant::now();
+        next
+    };
+    let mode = |s: u64| s & (FAST | SYM);
+    // Enough reads per write to keep the symmetric mode (not inhibit).
+    let read = || {
+        for _ in 0..2 * TUNING.pc_sym_min_reads {
+            let t = raw.lock_shared();
+            // SAFETY: from `lock_shared` above.
+            unsafe { raw.unlock_shared(t) };
+        }
+    };
+    // A biased revocation goes symmetric (forced).
+    read();
+    write();
+    read();
+    advance(CLOCK, 10_000);
+    for round in 0..if cfg!(miri) { 2 } else { 10 } {
+        // Symmetric now: writes 10 µs apart (2 fences) keep it so...
+        let mut symmetric = 0;
+        while mode(raw.state.load(O::Relaxed)) == FAST | SYM && symmetric < 3 {
+            read();
+            advance(CLOCK, 10_000);
+            let next = write();
+            if mode(next) == FAST {
+                // (the probe, once per `pc_sym_probe` revocations)
+                break;
+            }
+            assert_eq!(mode(next), FAST | SYM, "round {round}: dense writes");
+            symmetric += 1;
+        }
+        if mode(raw.state.load(O::Relaxed)) != FAST | SYM {
+            // The probe brought the bias back: the next biased
+            // revocation makes it symmetric again (forced).
+            read();
+            advance(CLOCK, 10_000);
+            assert_eq!(mode(write()), FAST | SYM, "forced symmetric");
+            continue;
+        }
+        // ... and one 200 µs after the last (40 fences, under
+        // `pc_rare_ns`) brings the bias back.
+        read();
+        advance(CLOCK, 200_000);
+        const { assert!(200_000 < TUNING.pc_rare_ns) };
+        assert_eq!(mode(write()), FAST, "round {round}: writes thinned out");
+        // Biased again; its next revocation goes symmetric (forced).
+        read();
+        advance(CLOCK, 10_000);
+        assert_eq!(mode(write()), FAST | SYM, "forced symmetric");
     }
-    assert!(
-        symmetric >= 5,
-        "forced: the lock went symmetric ({symmetric})"
-    );
-    assert!(
-        back * 3 >= symmetric * 2,
-        "writes 200 µs apart brought the bias back ({back} of {symmetric})"
-    );
 }
 
 /// The symmetric mode stays while the reads per write pay for revoking at
