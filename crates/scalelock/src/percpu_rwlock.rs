@@ -939,6 +939,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // The statistics clock (no read without statistics).
         let revoke_start = hook::clock_ns();
         let mut drained = true;
+        // The slot reads so far (`ReaderTable::fast_reads_total`): the
+        // scanned slots' counts here, from the line the wait just read;
+        // the other slots' below.
+        let mut fast_reads = 0u32;
+        let mut scanned = 0u64;
         // Threads with reader slots: more than one, and reads on the
         // underlying lock would bounce its line (`read_saving_ns`).
         let mut slots = 0u32;
@@ -946,6 +951,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             slots = slots.saturating_add(1);
             if drained && let Some(slot) = table.slot(i) {
                 drained = wait_slot::<P>(slot, id, deadline, self.events(Access::Write));
+                fast_reads = fast_reads.wrapping_add(slot.fast_reads());
+                // `slot` returned one: `i < SLOTS <= 64`.
+                scanned |= 1 << i;
             }
         });
         if !drained {
@@ -961,7 +969,8 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             LockKind::PerCpuRwLock,
             hook::clock_ns().saturating_sub(revoke_start),
         );
-        let fast_reads = table.fast_reads_total(P::reader_slot_bound());
+        let fast_reads =
+            fast_reads.wrapping_add(table.fast_reads_except(P::reader_slot_bound(), scanned));
         let keep = old & !(FAST | SYM | STAMP_MASK);
         // What each slot read saved against the underlying lock.
         let saving = read_saving_ns(slots);

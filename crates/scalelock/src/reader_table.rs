@@ -67,6 +67,9 @@ use crate::sync::atomic::{AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicU64, 
 /// path at once. (Four under loom and shuttle, to keep models small and
 /// let a handful of model threads outnumber the slots.)
 pub const SLOTS: usize = if cfg!(any(loom, shuttle)) { 4 } else { 64 };
+// Sets of slot indices are bitmaps in one `u64` (thread indices in use, the
+// slots a revocation scanned).
+const _: () = assert!(SLOTS <= 64, "a set of slot indices in one u64");
 
 /// Registered tables: index 0 (the default table) plus 63 user tables.
 pub(crate) const MAX_TABLES: usize = 64;
@@ -396,25 +399,29 @@ impl ReaderTable {
         }
     }
 
-    /// The wrapping sum of the slot-read counts of slots `0..bound`: every
-    /// slot index handed out so far (`Platform::reader_slot_bound`), not
-    /// only those of live threads. A slot keeps its count when its thread
-    /// exits and the next owner of the index continues it, so this sum only
-    /// grows; over the live threads' slots alone, one that exited between
-    /// two revocations took its count out of the sum, which then wrapped to
-    /// billions of reads ("they paid for the revocation"). One more pass
-    /// over the lines the revocation's scan just read, plus those of exited
-    /// threads' slots, which nobody writes.
-    pub(crate) fn fast_reads_total(&self, bound: usize) -> u32 {
+    /// The wrapping sum of the slot-read counts of the slots in `0..bound`
+    /// whose bit in `scanned` is clear. A revocation adds this to the
+    /// counts of the slots it scanned (bits set), so that its total covers
+    /// every slot index handed out so far (`Platform::reader_slot_bound`),
+    /// not only those of live threads: a slot keeps its count when its
+    /// thread exits and the next owner of the index continues it, so the
+    /// total only grows. Over the live threads' slots alone, one that
+    /// exited between two revocations took its count out of the sum, which
+    /// then wrapped to billions of reads ("they paid for the revocation").
+    /// The slots read here are exited threads' (or not scanned), lines
+    /// nobody writes.
+    pub(crate) fn fast_reads_except(&self, bound: usize, scanned: u64) -> u32 {
         self.slots[..bound.min(SLOTS)]
             .iter()
-            .fold(0u32, |sum, slot| sum.wrapping_add(slot.fast_reads()))
+            .enumerate()
+            .filter(|&(i, _)| scanned & (1 << i) == 0)
+            .fold(0u32, |sum, (_, slot)| sum.wrapping_add(slot.fast_reads()))
     }
 
-    /// Slot reads of the class since its last revocation, from `sum`, a
-    /// `fast_reads_total` (each slot's count only grows, so the difference
-    /// of the sums is the sum of the differences, modulo 2^32); records
-    /// `sum` for the next.
+    /// Slot reads of the class since its last revocation, from `sum`, the
+    /// total of every handed-out slot's count (`fast_reads_except`; each
+    /// count only grows, so the difference of the totals is the sum of the
+    /// differences, modulo 2^32); records `sum` for the next.
     /// Class-wide, as the other figures here: reads of the class's other
     /// locks count too. Relaxed: a hint.
     #[inline]
