@@ -1677,7 +1677,11 @@ mod tests {
                 // SAFETY: `w` came from `lock_exclusive` above.
                 unsafe { raw.unlock_exclusive(w) };
             });
-            thread::sleep(core::time::Duration::from_millis(10));
+            // Until the writer waits for the queue lock (a fixed sleep was
+            // too short under Miri: the writer found nobody waiting).
+            while !raw.wait_lock.has_waiter() {
+                thread::yield_now();
+            }
             assert_eq!(word(&raw), TURN_ONE, "the writer passed the turn");
             raw.wait_lock.release(false);
         });

@@ -852,6 +852,13 @@ impl<P: Platform> QSpinCore<P> {
             || self.flags.load(Ordering::Relaxed) & PENDING != 0
             || self.tail.load(Ordering::Relaxed) != 0
     }
+
+    /// Whether a thread waits for the lock (first in line or queued): tests
+    /// wait for this instead of sleeping and hoping the waiter got there.
+    #[cfg(test)]
+    pub(crate) fn has_waiter(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & PENDING != 0 || self.tail.load(Ordering::Relaxed) != 0
+    }
 }
 
 /// A 4-byte queued spinlock; see the module documentation.

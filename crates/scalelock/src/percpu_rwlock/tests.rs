@@ -468,7 +468,10 @@ fn one_slow_revocation_keeps_the_bias() {
     // Heavy fences of 1 µs: cheap (under `pc_sym_cost_ns`, so no
     // revocation here goes symmetric).
     type Slow = RawPerCpuRwLock<TestPlatform<1_000, 0, CLOCK>>;
-    let raw: &'static Slow = Box::leak(Box::new(Slow::with_table(&TABLE)));
+    // In a static (not leaked): Miri reports leaked memory that no
+    // static reaches.
+    static RAW: std::sync::OnceLock<Slow> = std::sync::OnceLock::new();
+    let raw: &'static Slow = RAW.get_or_init(|| Slow::with_table(&TABLE));
     let write = || {
         let w = raw.lock_exclusive();
         let next = w.next;
@@ -540,7 +543,10 @@ fn an_exited_reader_leaves_the_read_count_alone() {
     static TABLE: ReaderTable = ReaderTable::new();
     // Heavy fences of 1 µs: cheap, so no revocation goes symmetric.
     type Churn = RawPerCpuRwLock<TestPlatform<1_000, 0, CLOCK>>;
-    let raw: &'static Churn = Box::leak(Box::new(Churn::with_table(&TABLE)));
+    // In a static (not leaked): Miri reports leaked memory that no
+    // static reaches.
+    static RAW: std::sync::OnceLock<Churn> = std::sync::OnceLock::new();
+    let raw: &'static Churn = RAW.get_or_init(|| Churn::with_table(&TABLE));
     let write = || {
         let w = raw.lock_exclusive();
         let next = w.next;
