@@ -1718,9 +1718,11 @@ mod tests {
                 unsafe { raw.unlock_shared(r) };
             });
             // The reader queues and waits out our batch (`QUIET`); then it
-            // claims. (Released before, our lock could go to the reader's
-            // optimistic spin, which takes no turn.)
-            while word(&raw) & QUIET == 0 {
+            // claims (`TURN`). (Released before, our lock could go to the
+            // reader's optimistic spin, which takes no turn.) Either bit
+            // will do: where our batch is over by the time the reader
+            // queues (under Miri), `QUIET` lasts only until its claim.
+            while word(&raw) & (QUIET | TURN) == 0 {
                 thread::yield_now();
             }
             // SAFETY: `w` came from `lock_exclusive` above.
