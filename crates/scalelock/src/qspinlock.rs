@@ -848,14 +848,12 @@ impl<P: Platform> QSpinCore<P> {
     /// snapshot).
     #[inline]
     pub(crate) fn is_wanted(&self) -> bool {
-        self.locked.load(Ordering::Relaxed) != FREE
-            || self.flags.load(Ordering::Relaxed) & PENDING != 0
-            || self.tail.load(Ordering::Relaxed) != 0
+        self.locked.load(Ordering::Relaxed) != FREE || self.has_waiter()
     }
 
-    /// Whether a thread waits for the lock (first in line or queued): tests
-    /// wait for this instead of sleeping and hoping the waiter got there.
-    #[cfg(test)]
+    /// Whether a thread waits for the lock, first in line or queued (a
+    /// snapshot).
+    #[inline]
     pub(crate) fn has_waiter(&self) -> bool {
         self.flags.load(Ordering::Relaxed) & PENDING != 0 || self.tail.load(Ordering::Relaxed) != 0
     }
