@@ -41,11 +41,14 @@
 //! (a `Pending` that lives through the fast path would be kept, and
 //! re-tested, on it; where the slow path takes a callback that refers to
 //! it, it is even stored to the stack before the lock's RMW, which then
-//! waits for those stores). So switched off a lock costs that load and
-//! branch, the guard's empty `Held` and its test at release: 3-8
-//! instructions per lock and unlock (`scripts/hooks_off_instructions.sh`
-//! counts them). Acquisitions begun switched off count no slow-path
-//! events.
+//! waits for those stores). On x86-64 Linux the switch is patched into
+//! the code (Linux's static keys; see [`switch_is_patched`]): switched off,
+//! that test is a constant 0 in the instruction stream, with no load. So
+//! a lock costs a register test and branch, the guard's empty `Held` and
+//! its test at release: 3-8 instructions per lock and unlock, none of them
+//! a memory access (`scripts/hooks_off_instructions.sh` counts them);
+//! elsewhere one of them is the Relaxed load of the switch. Acquisitions
+//! begun switched off count no slow-path events.
 //!
 //! Enabled, statistics go to per-thread counters (written only by their
 //! thread, with plain loads and stores), so the profiler adds no contended
@@ -79,11 +82,11 @@ pub(crate) mod active {
     pub(crate) const TIMED: u8 = 1 << 7;
 
     #[repr(align(128))]
-    struct Flags(AtomicU8);
+    pub(crate) struct Flags(AtomicU8);
 
     /// Lockdep is on from the start when compiled in (as Linux's
     /// CONFIG_PROVE_LOCKING); statistics start when asked to.
-    static ACTIVE: Flags = Flags(AtomicU8::new(if cfg!(feature = "lockdep") {
+    pub(crate) static ACTIVE: Flags = Flags(AtomicU8::new(if cfg!(feature = "lockdep") {
         LOCKDEP
     } else {
         0
@@ -101,24 +104,65 @@ pub(crate) mod active {
         } else {
             ACTIVE.0.fetch_and(!bit, Ordering::Relaxed);
         }
+        #[cfg(patched_switch)]
+        super::patched_switch::follow_switch();
     }
 }
+
+/// The switch's test patched into the code (x86-64 Linux).
+#[cfg(patched_switch)]
+mod patched_switch;
 
 /// Whether the hooks are compiled in at all (either feature): locks use it
 /// to keep their code unchanged when they are not.
 pub(crate) const COMPILED: bool = cfg!(any(feature = "stats", feature = "lockdep"));
 
-/// Whether statistics or lockdep are switched on (one Relaxed load of the
-/// switch; `false` without the features, with no load). A lock tests it
-/// first and, when it is clear, takes its plain path with no hook calls
-/// and [`Held::NONE`] as its guard state; when set, the sequence above.
+/// Whether statistics or lockdep are switched on (`false` without the
+/// features, with no code). A lock tests it first and, when it is clear,
+/// takes its plain path with no hook calls and [`Held::NONE`] as its guard
+/// state; when set, the sequence above. On x86-64 Linux each inlined call
+/// first tests a constant patched into its own code: 0 while the hooks
+/// are off (once patched, see [`switch_is_patched`]), else 1, and then one
+/// Relaxed load of the switch decides; elsewhere that load alone. The first
+/// call that finds the hooks off patches the constants (a few `mprotect`
+/// calls, once per process).
 #[inline(always)]
 pub fn any_active() -> bool {
-    #[cfg(any(feature = "stats", feature = "lockdep"))]
+    #[cfg(patched_switch)]
+    {
+        // Patched for "off", a constant `false`; else the load.
+        if !patched_switch::may_be_on() {
+            return false;
+        }
+        let on = active::load() != 0;
+        if !on {
+            patched_switch::settle();
+        }
+        on
+    }
+    #[cfg(all(any(feature = "stats", feature = "lockdep"), not(patched_switch)))]
     {
         active::load() != 0
     }
     #[cfg(not(any(feature = "stats", feature = "lockdep")))]
+    {
+        false
+    }
+}
+
+/// Whether the switch is patched into the code: on x86-64 Linux, once
+/// the first hooked acquisition found the hooks switched off, each lock's
+/// fast path tests a constant in its own instructions instead of loading
+/// the switch, and switching rewrites those constants (Linux's static
+/// keys, done in user space). `false` on other targets, before that first
+/// acquisition, or where the system refused to make code writable: the
+/// hooks then load the switch, which is correct and a little dearer.
+pub fn switch_is_patched() -> bool {
+    #[cfg(patched_switch)]
+    {
+        patched_switch::patched()
+    }
+    #[cfg(not(patched_switch))]
     {
         false
     }

@@ -85,6 +85,14 @@
 //!   first acquisition that closes a cycle, and recursive locking
 //!   (`lockdep` module), for the locks that call the hooks (the same ones
 //!   as `stats`, and locks of your own through [`hook`]).
+//!
+//! On x86-64 Linux, a build with either feature patches its own code: each
+//! fast path tests the run-time switch as a constant in its instructions
+//! (after Linux's static keys), rewritten when the features are switched,
+//! with the code page made writable (`mprotect`) for the moment of the
+//! store. Where the system refuses that
+//! (an SELinux `execmem` denial, PaX), the locks load the switch instead;
+//! [`hook::switch_is_patched`] tells which.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
 

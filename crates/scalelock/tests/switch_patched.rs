@@ -1,0 +1,104 @@
+//! The hooks' switch patched into the code (x86-64 Linux): the sites are
+//! patched once a lock found the hooks off, the counting follows the switch
+//! through every rewrite, and readers running through the sites while
+//! another thread rewrites them keep working and are counted only while
+//! the switch is on.
+//! One test: the switch and the code are process-wide.
+//! Run: `cargo test -p scalelock --release --features stats --test switch_patched`
+#![cfg(feature = "stats")]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use scalelock::stats;
+use scalelock::{ClassRef, LockClass, QSpinLock, RawQSpinLock, SeqLock};
+
+static C: LockClass = LockClass::new("patched-seqlock");
+static S: SeqLock<u64> = SeqLock::with_class(0, ClassRef::of(&C));
+static M: LockClass = LockClass::new("patched-qspinlock");
+
+fn counts() -> (u64, u64) {
+    let snap = stats::snapshot();
+    let reads = snap
+        .class("patched-seqlock")
+        .map_or(0, |c| c.read.acquisitions);
+    let locks = snap
+        .class("patched-qspinlock")
+        .map_or(0, |c| c.write.acquisitions);
+    (reads, locks)
+}
+
+#[test]
+fn the_sites_follow_the_switch() {
+    let expect_patching = cfg!(all(target_arch = "x86_64", target_os = "linux", not(miri)));
+    // Lockdep starts on when compiled in: the switch is off once it is not.
+    #[cfg(feature = "lockdep")]
+    scalelock::lockdep::set_enabled(false);
+    let m = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&M)), 0u64);
+    assert!(!stats::is_enabled());
+    // The first hooked read finds the switch off and patches the sites.
+    assert_eq!(S.read(), 0);
+    assert_eq!(scalelock::hook::switch_is_patched(), expect_patching);
+    *m.lock() += 1;
+    assert_eq!(counts(), (0, 0));
+
+    // Every rewrite: counted exactly while on, not at all while off.
+    for round in 1..=20u64 {
+        stats::enable();
+        for _ in 0..round {
+            S.read();
+            *m.lock() += 1;
+        }
+        stats::disable();
+        for _ in 0..7 {
+            S.read();
+            *m.lock() += 1;
+        }
+        let want: u64 = (1..=round).sum();
+        assert_eq!(counts(), (want, want), "after round {round}");
+    }
+    assert_eq!(scalelock::hook::switch_is_patched(), expect_patching);
+
+    // Readers and lockers run through the sites while this thread rewrites
+    // them: nothing breaks, the data stays consistent, and what was counted
+    // lies between the operations done while surely on and all of them.
+    stats::reset();
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let m = Arc::new(m);
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (stop, done, m) = (stop.clone(), done.clone(), m.clone());
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    S.read();
+                    *m.lock() += 1;
+                    n += 1;
+                }
+                done.fetch_add(n, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    for _ in 0..2000 {
+        stats::enable();
+        std::hint::spin_loop();
+        stats::disable();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    let all = done.load(Ordering::Relaxed);
+    let (reads, locks) = counts();
+    assert!(reads <= all && locks <= all, "{reads} {locks} of {all}");
+    assert_eq!(*m.lock(), 1 + 20 * 7 + (1..=20u64).sum::<u64>() + all);
+
+    // Switched off, all sites are the no-op again: nothing more counted.
+    let before = counts();
+    for _ in 0..100 {
+        S.read();
+        *m.lock() += 1;
+    }
+    assert_eq!(counts(), before);
+}
