@@ -15,7 +15,7 @@ off=$(ab_build stats_overhead $C); hooks=$(ab_build stats_overhead $C stats,lock
 # count BINARY PATH LOOP_FUNCTION: instructions per operation
 count() {
   local f; f=$(mktemp)
-  COUNT_PATH=$2 COUNT_OPS=$ops valgrind --tool=callgrind --callgrind-out-file=$f \
+  COUNT_PATH=$2 COUNT_OPS=$ops valgrind --tool=callgrind --smc-check=all --callgrind-out-file=$f \
     --collect-atstart=no --toggle-collect="stats_overhead::$3" $1 --bench >/dev/null 2>&1
   callgrind_annotate $f 2>/dev/null | awk -v n=$ops '/PROGRAM TOTALS/ {gsub(/,/,"",$1); printf "%.1f", $1 / n}'
   rm -f $f

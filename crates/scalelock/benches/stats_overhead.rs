@@ -330,7 +330,8 @@ fn run_batches(path: Path, mut more: impl FnMut(u64) -> bool) -> u64 {
 }
 
 /// `COUNT_PATH=NAME` (a contender's name without its suffix: `qspinlock`,
-/// `percpu-read`, ...): runs only that path, with the hooks switched off,
+/// `percpu-read`, ...): runs only that path, with the hooks switched off
+/// (or, `COUNT_MODE=stats` in a `stats` build, statistics on),
 /// for `COUNT_OPS` operations (default 1,000,000) and no clock, for an
 /// instruction count under valgrind (`scripts/hooks_off_instructions.sh`),
 /// which no code layout moves as it moves a time.
@@ -346,9 +347,14 @@ fn count_path(name: &str) {
         },
     };
     let target = env_u64("COUNT_OPS", 1_000_000);
-    switch(Mode::Off);
+    let (mode, how) = match std::env::var("COUNT_MODE").as_deref() {
+        Ok("stats") if cfg!(feature = "stats") => (Mode::Stats, "statistics switched on"),
+        Ok("off") | Err(_) => (Mode::Off, "hooks switched off"),
+        Ok(other) => panic!("COUNT_MODE: {other:?} is not off or stats (in a stats build)"),
+    };
+    switch(mode);
     let ops = run_batches(path, |ops| ops < target);
-    println!("{name}: {ops} operations, hooks switched off");
+    println!("{name}: {ops} operations, {how}");
 }
 
 /// The hold-time sampling rate in effect (the default without `stats`).
