@@ -155,8 +155,10 @@ pub fn any_active() -> bool {
 /// fast path tests a constant in its own instructions instead of loading
 /// the switch, and switching rewrites those constants (Linux's static
 /// keys, done in user space). `false` on other targets, before that first
-/// acquisition, or where the system refused to make code writable: the
-/// hooks then load the switch, which is correct and a little dearer.
+/// acquisition, where the system refused to make code writable, or when
+/// the environment variable `SCALELOCK_NO_CODE_PATCHING` is set (to
+/// anything but empty or `0`) at that first acquisition: the hooks then
+/// load the switch, which is correct and a little dearer.
 pub fn switch_is_patched() -> bool {
     #[cfg(patched_switch)]
     {

@@ -91,8 +91,9 @@
 //! (after Linux's static keys), rewritten when the features are switched,
 //! with the code page made writable (`mprotect`) for the moment of the
 //! store. Where the system refuses that
-//! (an SELinux `execmem` denial, PaX), the locks load the switch instead;
-//! [`hook::switch_is_patched`] tells which.
+//! (an SELinux `execmem` denial, PaX), or the environment variable
+//! `SCALELOCK_NO_CODE_PATCHING` is set (to anything but empty or `0`), the
+//! locks load the switch instead; [`hook::switch_is_patched`] tells which.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
 

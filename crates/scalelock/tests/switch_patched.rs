@@ -2,7 +2,9 @@
 //! patched once a lock found the hooks off, the counting follows the switch
 //! through every rewrite, and readers running through the sites while
 //! another thread rewrites them keep working and are counted only while
-//! the switch is on.
+//! the switch is on. Then the same in a child process with patching
+//! refused (`SCALELOCK_NO_CODE_PATCHING=1`): the hooks load the switch and
+//! count the same.
 //! One test: the switch and the code are process-wide.
 //! Run: `cargo test -p scalelock --release --features stats --test switch_patched`
 #![cfg(feature = "stats")]
@@ -28,9 +30,28 @@ fn counts() -> (u64, u64) {
     (reads, locks)
 }
 
+const NO_PATCHING: &str = "SCALELOCK_NO_CODE_PATCHING";
+
 #[test]
 fn the_sites_follow_the_switch() {
-    let expect_patching = cfg!(all(target_arch = "x86_64", target_os = "linux", not(miri)));
+    let refused = std::env::var_os(NO_PATCHING).is_some();
+    follow_the_switch(!refused && cfg!(all(target_arch = "x86_64", target_os = "linux")));
+    if refused {
+        return;
+    }
+    // Again in a child process, this test alone, with patching refused.
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "the_sites_follow_the_switch", "--nocapture"])
+        .env(NO_PATCHING, "1")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&child.stdout);
+    let err = String::from_utf8_lossy(&child.stderr);
+    assert!(child.status.success(), "child failed:\n{out}\n{err}");
+    assert!(out.contains("1 passed"), "child ran no test:\n{out}");
+}
+
+fn follow_the_switch(expect_patching: bool) {
     // Lockdep starts on when compiled in: the switch is off once it is not.
     #[cfg(feature = "lockdep")]
     scalelock::lockdep::set_enabled(false);

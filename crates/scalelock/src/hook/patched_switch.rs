@@ -40,7 +40,8 @@
 //! `execmem` denial, PaX), or a site does not hold the `mov` the table
 //! names, patching stops for good and every site keeps (or gets back) its
 //! 1: the hooks then load the switch, as without this module, and count
-//! correctly. [`patched`] tells which.
+//! correctly. The environment variable `SCALELOCK_NO_CODE_PATCHING=1`
+//! asks for that from the start. [`patched`] tells which.
 //!
 //! Two semver-incompatible copies of this crate in one program share the
 //! section; each entry names its copy's switch, and each copy patches only
@@ -160,11 +161,26 @@ fn settle_slow() {
     follow_switch();
 }
 
+/// The environment variable that keeps the code unpatched (any value but
+/// empty or `0`), for systems where even a brief writable code page is
+/// unwelcome, or a debugger or binary instrumentation that should see the
+/// code as built.
+const NO_PATCHING_ENV: &str = "SCALELOCK_NO_CODE_PATCHING";
+
+/// Whether [`NO_PATCHING_ENV`] asks not to patch.
+fn patching_refused() -> bool {
+    std::env::var_os(NO_PATCHING_ENV).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Makes the sites say what the switch says (called after every change
 /// of it, and by [`settle`]).
 pub(crate) fn follow_switch() {
     let mut now = PATCH.lock().unwrap_or_else(|e| e.into_inner());
     if STATE.load(Ordering::Relaxed) == FAILED {
+        return;
+    }
+    if STATE.load(Ordering::Relaxed) == UNSETTLED && patching_refused() {
+        STATE.store(FAILED, Ordering::Relaxed);
         return;
     }
     // Read under the lock: of two racing switch changes, the later
