@@ -1309,9 +1309,10 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
 
     #[inline(always)]
     fn lock_shared(&self) -> PerCpuReadToken {
-        // With the hooks compiled in, one Relaxed load of their run-time
-        // switch; a read they follow takes the hooked path, out of line, so
-        // the biased read inlines as it does without them.
+        // With the hooks compiled in, one test of their run-time switch
+        // (a constant patched into the code, or a Relaxed load; see
+        // `hook::any_active`); a read they follow takes the hooked path,
+        // out of line, so the biased read inlines as it does without them.
         if hook::any_active() {
             return self.lock_shared_hooked();
         }

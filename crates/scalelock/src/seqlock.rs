@@ -327,9 +327,11 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// Reads the value, retrying while writes overlap.
     #[inline]
     pub fn read(&self) -> T {
-        // With the hooks compiled in, one Relaxed load of their run-time
-        // switch decides between the counted read and the plain one, so a
-        // switched-off read is the plain one behind a branch.
+        // With the hooks compiled in, one test of their run-time switch (a
+        // constant patched into the code, or a Relaxed load; see
+        // `hook::any_active`) decides between the counted read and the
+        // plain one, so a switched-off read is the plain one behind a
+        // branch.
         if hook::any_active() {
             return self.read_hooked();
         }
