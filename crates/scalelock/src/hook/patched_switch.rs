@@ -239,15 +239,13 @@ fn write_sites(value: u8) -> Result<(), ()> {
             }
             // SAFETY: the opcode and immediate of a site: 5 bytes of this
             // program's code, mapped and readable.
-            let code = unsafe { ((imm - 1) as *const [u8; 5]).read() };
+            let code = unsafe { read_code(imm - 1) };
             if !is_site(code) {
                 return Err(());
             }
-            // SAFETY: a byte of a code page made writable above; the
-            // one-byte store is what the module docs' argument needs.
-            let cell = unsafe { AtomicU8::from_ptr(imm as *mut u8) };
-            if cell.load(Ordering::Relaxed) != value {
-                cell.store(value, Ordering::Relaxed);
+            if code[1] != value {
+                // SAFETY: a byte of a code page made writable above.
+                unsafe { store_code_byte(imm, value) };
             }
         }
         Ok(())
@@ -256,6 +254,46 @@ fn write_sites(value: u8) -> Result<(), ()> {
         protect(q, false)?;
     }
     result
+}
+
+/// The 5 code bytes at `at`, read with plain loads in assembly: a
+/// sanitizer (ThreadSanitizer) has no shadow memory for code and must not
+/// see the access.
+///
+/// # Safety
+/// `at..at + 5` is mapped and readable.
+unsafe fn read_code(at: usize) -> [u8; 5] {
+    let mut code = [0u8; 5];
+    for (i, byte) in code.iter_mut().enumerate() {
+        // SAFETY: a load from a readable byte (the caller's contract).
+        unsafe {
+            asm!(
+                "movb ({at}), {b}",
+                at = in(reg) at + i,
+                b = out(reg_byte) *byte,
+                options(att_syntax, nostack, readonly, preserves_flags),
+            );
+        }
+    }
+    code
+}
+
+/// Stores `value` to the code byte at `at`: one byte store, atomic on x86
+/// (see the module docs), in assembly for the reason given at
+/// [`read_code`].
+///
+/// # Safety
+/// `at` is a writable byte of a site's immediate.
+unsafe fn store_code_byte(at: usize, value: u8) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        asm!(
+            "movb {v}, ({at})",
+            at = in(reg) at,
+            v = in(reg_byte) value,
+            options(att_syntax, nostack, preserves_flags),
+        );
+    }
 }
 
 /// Makes the code page at `page` writable (and still executable), or back
@@ -299,7 +337,7 @@ mod tests {
             ours += 1;
             let imm = Site::resolve(&site.imm);
             // SAFETY: the entry names a site's opcode and immediate.
-            let code = unsafe { ((imm - 1) as *const [u8; 5]).read() };
+            let code = unsafe { read_code(imm - 1) };
             assert!(is_site(code), "site {imm:#x}: {code:02x?}");
             // Unit tests switch nothing: with the sites patched, they say
             // what the switch says (1 for lockdep, which starts on).
