@@ -94,6 +94,8 @@
 //! (an SELinux `execmem` denial, PaX), or the environment variable
 //! `SCALELOCK_NO_CODE_PATCHING` is set (to anything but empty or `0`), the
 //! locks load the switch instead; [`hook::switch_is_patched`] tells which.
+//! (Under valgrind, which translates code once, use `--smc-check=all` or
+//! set that variable, or switching may not reach code already run.)
 #![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
 

@@ -193,9 +193,10 @@ pub(crate) fn follow_switch() {
         *now = want;
         STATE.store(PATCHING, Ordering::Relaxed);
     } else {
-        // Put every site back to 1 (a failure after some were patched),
-        // then stop patching for good.
-        let _ = write_sites(1);
+        // Put every site back to 1 (a failure after some were patched:
+        // one left at 0 would never count again), then stop patching for
+        // good.
+        write_sites_back();
         *now = 1;
         STATE.store(FAILED, Ordering::Relaxed);
     }
@@ -208,10 +209,12 @@ const PAGE: usize = 4096;
 
 /// Whether `code` (the opcode byte before the immediate's low byte, and
 /// the 4 immediate bytes) is the `mov $0, %r32` or `mov $1, %r32` a site
-/// is assembled as (any REX prefix sits before the opcode, unchecked).
+/// is assembled as (any REX prefix sits before the opcode, unchecked). An
+/// `int3` (0xcc) in place of the opcode is a debugger's breakpoint on the
+/// `mov`: the debugger puts the opcode back, so the immediate is still ours.
 fn is_site(code: [u8; 5]) -> bool {
     let [op, imm @ ..] = code;
-    (0xb8..=0xbf).contains(&op) && imm[0] <= 1 && imm[1..] == [0, 0, 0]
+    ((0xb8..=0xbf).contains(&op) || op == 0xcc) && imm[0] <= 1 && imm[1..] == [0, 0, 0]
 }
 
 /// Rewrites the immediate of every site of this copy of the crate to
@@ -254,6 +257,26 @@ fn write_sites(value: u8) -> Result<(), ()> {
         protect(q, false)?;
     }
     result
+}
+
+/// After a failure: every site of ours that still holds its `mov` back to
+/// 1, going on past any that fail (the pages that could be made writable
+/// before can be again).
+fn write_sites_back() {
+    let flag = &active::ACTIVE as *const _ as usize;
+    for site in sites() {
+        if site.imm == 0 || Site::resolve(&site.flag) != flag {
+            continue;
+        }
+        let imm = Site::resolve(&site.imm);
+        // SAFETY: as in `write_sites`.
+        let code = unsafe { read_code(imm - 1) };
+        if is_site(code) && code[1] != 1 && protect(imm & !(PAGE - 1), true).is_ok() {
+            // SAFETY: a byte of a site's immediate, writable now.
+            unsafe { store_code_byte(imm, 1) };
+            let _ = protect(imm & !(PAGE - 1), false);
+        }
+    }
 }
 
 /// The 5 code bytes at `at`, read with plain loads in assembly: a
@@ -322,6 +345,7 @@ mod tests {
         assert!(!is_site([0xb8, 1, 0, 1, 0]));
         assert!(!is_site([0xe9, 1, 0, 0, 0])); // a jmp
         assert!(!is_site([0xb7, 0, 0, 0, 0]));
+        assert!(is_site([0xcc, 0, 0, 0, 0])); // a breakpoint on the mov
     }
 
     #[test]
@@ -329,6 +353,8 @@ mod tests {
         // The test binary's own sites (its locks inline `any_active`).
         let on = any_active_somewhere();
         let flag = &active::ACTIVE as *const _ as usize;
+        // Under the patching lock: no other test rewrites sites meanwhile.
+        let _patching = PATCH.lock().unwrap_or_else(|e| e.into_inner());
         let mut ours = 0;
         for site in sites().iter().filter(|s| s.imm != 0) {
             if Site::resolve(&site.flag) != flag {
@@ -346,6 +372,27 @@ mod tests {
             }
         }
         assert!(ours > 0);
+    }
+
+    #[test]
+    fn putting_the_sites_back_leaves_every_one_at_1() {
+        any_active_somewhere();
+        let flag = &active::ACTIVE as *const _ as usize;
+        {
+            // Under the patching lock, as a failed patcher would.
+            let mut now = PATCH.lock().unwrap_or_else(|e| e.into_inner());
+            write_sites_back();
+            for site in sites().iter().filter(|s| s.imm != 0) {
+                if Site::resolve(&site.flag) == flag {
+                    let imm = Site::resolve(&site.imm);
+                    // SAFETY: the entry names a site's opcode and immediate.
+                    assert_eq!(unsafe { read_code(imm - 1) }[1], 1, "site {imm:#x}");
+                }
+            }
+            *now = 1;
+        }
+        // And back to what the switch says.
+        follow_switch();
     }
 
     #[inline(never)]
