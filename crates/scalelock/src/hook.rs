@@ -45,7 +45,7 @@
 //! the code (Linux's static keys; see [`switch_is_patched`]): switched off,
 //! that test is a constant 0 in the instruction stream, with no load. So
 //! a lock costs a register test and branch, the guard's empty `Held` and
-//! its test at release: 3-8 instructions per lock and unlock, none of them
+//! its test at release: 3-9 instructions per lock and unlock, none of them
 //! a memory access (`scripts/hooks_off_instructions.sh` counts them);
 //! elsewhere one of them is the Relaxed load of the switch. Acquisitions
 //! begun switched off count no slow-path events.
