@@ -127,6 +127,16 @@ fn sites() -> &'static [Site] {
     unsafe { core::slice::from_raw_parts(start, len) }
 }
 
+/// The immediates (their low bytes' addresses) of this copy of the crate's
+/// sites: the entries that name our switch, past the sentinels.
+fn our_sites() -> impl Iterator<Item = usize> {
+    let flag = &active::ACTIVE as *const _ as usize;
+    sites()
+        .iter()
+        .filter(move |s| s.imm != 0 && Site::resolve(&s.flag) == flag)
+        .map(|s| Site::resolve(&s.imm))
+}
+
 /// Sites not yet patched (all 1).
 const UNSETTLED: u8 = 0;
 /// Sites follow the switch.
@@ -221,12 +231,7 @@ fn is_site(code: [u8; 5]) -> bool {
 /// `value` (0 or 1); an error if a page could not be made writable or a
 /// site is not the `mov` it should be.
 fn write_sites(value: u8) -> Result<(), ()> {
-    let flag = &active::ACTIVE as *const _ as usize;
-    let mut imms: Vec<usize> = sites()
-        .iter()
-        .filter(|s| s.imm != 0 && Site::resolve(&s.flag) == flag)
-        .map(|s| Site::resolve(&s.imm))
-        .collect();
+    let mut imms: Vec<usize> = our_sites().collect();
     // Page by page: one `mprotect` pair per page.
     imms.sort_unstable();
     let mut open_page: Option<usize> = None;
@@ -263,12 +268,7 @@ fn write_sites(value: u8) -> Result<(), ()> {
 /// 1, going on past any that fail (the pages that could be made writable
 /// before can be again).
 fn write_sites_back() {
-    let flag = &active::ACTIVE as *const _ as usize;
-    for site in sites() {
-        if site.imm == 0 || Site::resolve(&site.flag) != flag {
-            continue;
-        }
-        let imm = Site::resolve(&site.imm);
+    for imm in our_sites() {
         // SAFETY: as in `write_sites`.
         let code = unsafe { read_code(imm - 1) };
         if is_site(code) && code[1] != 1 && protect(imm & !(PAGE - 1), true).is_ok() {
@@ -352,16 +352,11 @@ mod tests {
     fn every_site_of_this_binary_holds_its_mov_and_the_switch_s_value() {
         // The test binary's own sites (its locks inline `any_active`).
         let on = any_active_somewhere();
-        let flag = &active::ACTIVE as *const _ as usize;
         // Under the patching lock: no other test rewrites sites meanwhile.
         let _patching = PATCH.lock().unwrap_or_else(|e| e.into_inner());
         let mut ours = 0;
-        for site in sites().iter().filter(|s| s.imm != 0) {
-            if Site::resolve(&site.flag) != flag {
-                continue;
-            }
+        for imm in our_sites() {
             ours += 1;
-            let imm = Site::resolve(&site.imm);
             // SAFETY: the entry names a site's opcode and immediate.
             let code = unsafe { read_code(imm - 1) };
             assert!(is_site(code), "site {imm:#x}: {code:02x?}");
@@ -377,17 +372,13 @@ mod tests {
     #[test]
     fn putting_the_sites_back_leaves_every_one_at_1() {
         any_active_somewhere();
-        let flag = &active::ACTIVE as *const _ as usize;
         {
             // Under the patching lock, as a failed patcher would.
             let mut now = PATCH.lock().unwrap_or_else(|e| e.into_inner());
             write_sites_back();
-            for site in sites().iter().filter(|s| s.imm != 0) {
-                if Site::resolve(&site.flag) == flag {
-                    let imm = Site::resolve(&site.imm);
-                    // SAFETY: the entry names a site's opcode and immediate.
-                    assert_eq!(unsafe { read_code(imm - 1) }[1], 1, "site {imm:#x}");
-                }
+            for imm in our_sites() {
+                // SAFETY: the entry names a site's opcode and immediate.
+                assert_eq!(unsafe { read_code(imm - 1) }[1], 1, "site {imm:#x}");
             }
             *now = 1;
         }
