@@ -1,5 +1,6 @@
 # Shared by scripts/ab_*.sh and hooks_off_instructions.sh (sourced, not
-# run): the repository root, and building one commit's bench binary.
+# run): the repository root, building one commit's bench binary, and
+# running two binaries alternately.
 root=$(git rev-parse --show-toplevel)
 
 # ab_build BENCH COMMIT [FEATURES]: builds bench BENCH of scalelock at
@@ -11,4 +12,18 @@ ab_build() {
   (cd $d && CARGO_TARGET_DIR=$t cargo bench -q -p scalelock --bench $bench \
     ${f:+--features $f} --no-run 2>&1 | tail -1 >&2)
   ls -t $t/release/deps/$bench-* | grep -v '\.d$' | head -1
+}
+
+# ab_alternate RAW RUN BIN_A BIN_B: empties RAW and runs the two binaries
+# alternately (ABBA...) for R pairs (R set by the caller): `RUN SIDE BINARY
+# PAIR` (SIDE is A or B) prints its result lines, which go to RAW.
+ab_alternate() {
+  local raw=$1 run=$2 ba=$3 bb=$4 i s order
+  : > $raw
+  for i in $(seq 1 $R); do
+    if (( i % 2 )); then order="A B"; else order="B A"; fi
+    for s in $order; do
+      if [ $s = A ]; then $run $s $ba $i; else $run $s $bb $i; fi >> $raw
+    done
+  done
 }

@@ -11,13 +11,6 @@ out=$root/target/ab; mkdir -p "$out"
 # runs the two binaries alternately (ABBA...) for R pairs: `RUN SIDE BINARY
 # PAIR` (SIDE is A or B) prints its result lines, which go to RAW.
 ab_pairs() {
-  local bench=$1 raw=$2 run=$3 ba bb i s order
-  ba=$(ab_build $bench $A); bb=$(ab_build $bench $B)
-  : > $raw
-  for i in $(seq 1 $R); do
-    if (( i % 2 )); then order="A B"; else order="B A"; fi
-    for s in $order; do
-      if [ $s = A ]; then $run $s $ba $i; else $run $s $bb $i; fi >> $raw
-    done
-  done
+  local bench=$1 raw=$2 run=$3
+  ab_alternate $raw $run "$(ab_build $bench $A)" "$(ab_build $bench $B)"
 }

@@ -19,13 +19,7 @@ run() { # SIDE BINARY PAIR
         $2 == "(features" && $3 == "off)" { print r, s, $1, $4 }
         $1 ~ /-off$/ { n = $1; sub(/-off$/, "", n); print r, s, n, $2 }'
 }
-: > $out/rawhooks.txt
-for i in $(seq 1 $R); do
-  if (( i % 2 )); then order="A B"; else order="B A"; fi
-  for s in $order; do
-    if [ $s = A ]; then run A $ba $i; else run B $bb $i; fi >> $out/rawhooks.txt
-  done
-done
+ab_alternate $out/rawhooks.txt run $ba $bb
 python3 - $out/rawhooks.txt <<'PY'
 import sys, statistics as st, collections
 d=collections.defaultdict(dict)

@@ -8,21 +8,13 @@
 # usage: scripts/ab_stats_on.sh COMMIT_A COMMIT_B [PAIRS]
 # env: ROUNDS (3), RUNTIME_MS (100). Needs python3.
 set -euo pipefail
-source "$(dirname "$0")/ab_build.sh"
-A=$(git rev-parse --short "$1^{commit}"); B=$(git rev-parse --short "$2^{commit}"); R=${3:-6}
-out=$root/target/ab; mkdir -p "$out"
+source "$(dirname "$0")/ab_common.sh"
 ba=$(ab_build stats_overhead $A stats); bb=$(ab_build stats_overhead $B stats)
 run() { # SIDE BINARY PAIR
   ROUNDS=${ROUNDS:-3} RUNTIME_MS=${RUNTIME_MS:-100} $2 --bench 2>/dev/null \
     | awk -v s=$1 -v r=$3 '$1 ~ /-(stats|off)$/ { print r, s, $1, $2 }'
 }
-: > $out/rawstatson.txt
-for i in $(seq 1 $R); do
-  if (( i % 2 )); then order="A B"; else order="B A"; fi
-  for s in $order; do
-    if [ $s = A ]; then run A $ba $i; else run B $bb $i; fi >> $out/rawstatson.txt
-  done
-done
+ab_alternate $out/rawstatson.txt run $ba $bb
 python3 - $out/rawstatson.txt $A $B <<'PY'
 import sys, statistics as st, collections
 d=collections.defaultdict(dict)
