@@ -604,6 +604,28 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         None
     }
 
+    /// The common inhibited read, inline in the caller: the underlying
+    /// lock's read RMW and the thread-local count, as `read_inhibited`
+    /// does; returns the read token's slot. `None` (nothing held) in any
+    /// other mode or if a writer holds or waits: the caller then takes
+    /// `lock_shared_other`, which tries the same again (once more, only on
+    /// those rarer paths) and the rest.
+    #[inline(always)]
+    fn try_read_counted(&self) -> Option<Option<&'static Slot>> {
+        let s = self.state.load(Ordering::Relaxed);
+        if s & FAST != 0 || s & ID_MASK == 0 || !self.inner.try_lock_shared_quick() {
+            return None;
+        }
+        match P::with_local(|l| l.counted_reads.enter(TUNING.pc_clock_every)) {
+            Some(false) => Some(Some(counted_marker())),
+            Some(true) => {
+                self.reenable_if_due(s);
+                Some(Some(counted_marker()))
+            }
+            None => Some(self.record_inhibited(s).slot),
+        }
+    }
+
     /// `try_lock_shared_fast` once the biased read did not get the lock:
     /// the symmetric or the inhibited read, or `None`.
     #[inline(always)]
@@ -650,14 +672,24 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if let Some(token) = self.count_read(s) {
             return Some(token);
         }
+        Some(self.record_inhibited(s))
+    }
+
+    /// The rest of `read_inhibited` where the platform keeps no per-thread
+    /// state (or the thread's is gone: it is exiting): holding the
+    /// underlying read lock, taken in state `s`, record the read in the
+    /// thread's free slot, or as `enter_underlying` does.
+    #[cold]
+    #[inline(never)]
+    fn record_inhibited(&self, s: u64) -> PerCpuReadToken {
         let mine = P::reader_slot().and_then(|i| table_of(s).slot(i));
         if let Some(slot) = mine
             && slot.word().load(Ordering::Relaxed) == 0
             && slot.listed().load(Ordering::Relaxed) == 0
         {
-            return Some(self.enter_inhibited(s, slot));
+            return self.enter_inhibited(s, slot);
         }
-        Some(self.enter_underlying(mine))
+        self.enter_underlying(mine)
     }
 
     /// `try_lock_shared_fast` in the symmetric mode (`s`), or for a lock
@@ -1320,7 +1352,10 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         // whole tokens, hold state included, costs stack copies here).
         let slot = match self.try_read_biased() {
             Some(slot) => Some(slot),
-            None => self.lock_shared_other().slot,
+            None => match self.try_read_counted() {
+                Some(slot) => slot,
+                None => self.lock_shared_other().slot,
+            },
         };
         PerCpuReadToken {
             slot,
@@ -1436,9 +1471,16 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// The caller holds that read of this lock.
     #[inline(always)]
     unsafe fn release_read(&self, slot: Option<&'static Slot>, fair: bool) {
-        // The biased read's release inline (the read guard's drop then
-        // inlines into the caller); every other read's one call away.
+        // The biased read's and the counted read's releases inline (the
+        // read guard's drop then inlines into the caller); every other
+        // read's one call away.
         if let Some(slot) = slot {
+            if !fair && core::ptr::eq(slot, counted_marker()) {
+                // As in `release_other_read`.
+                let _ = P::with_local(|l| l.counted_reads.leave());
+                self.unlock_underlying(false);
+                return;
+            }
             let cur = slot.word().load(Ordering::Relaxed);
             if cur & (DEPTH_MASK | UNDERLYING | BIASED) == ONE_DEPTH | BIASED {
                 debug_assert_eq!(
