@@ -41,6 +41,9 @@ static XEN: ReaderTable = ReaderTable::with_inhibition(0);
 
 trait BenchRw: Send + Sync + 'static {
     fn new() -> Self;
+    /// `#[inline(always)]` in every implementation: the read belongs in the
+    /// loop, as a read section in a user's function does, whatever size
+    /// the inliner gives up at (it left PerCpuRwLock's, the largest, out).
     fn read(&self) -> u64;
     fn write(&self);
 }
@@ -51,7 +54,7 @@ macro_rules! lock_api_rw {
             fn new() -> Self {
                 <$ty>::new([0; 4])
             }
-            #[inline]
+            #[inline(always)]
             fn read(&self) -> u64 {
                 self.read().iter().sum()
             }
@@ -77,7 +80,7 @@ impl BenchRw for Xen {
     fn new() -> Self {
         Xen(PerCpuRwLock::with_table(&XEN, [0; 4]))
     }
-    #[inline]
+    #[inline(always)]
     fn read(&self) -> u64 {
         self.0.read().iter().sum()
     }
@@ -94,7 +97,7 @@ impl BenchRw for std::sync::RwLock<Data> {
     fn new() -> Self {
         std::sync::RwLock::new([0; 4])
     }
-    #[inline]
+    #[inline(always)]
     fn read(&self) -> u64 {
         self.read().unwrap().iter().sum()
     }
@@ -111,7 +114,7 @@ impl BenchRw for crossbeam_utils::sync::ShardedLock<Data> {
     fn new() -> Self {
         crossbeam_utils::sync::ShardedLock::new([0; 4])
     }
-    #[inline]
+    #[inline(always)]
     fn read(&self) -> u64 {
         self.read().unwrap().iter().sum()
     }

@@ -562,7 +562,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// writers, recorded in the slot. `None` means take the slow path.
     #[inline(always)]
     fn try_lock_shared_fast(&self) -> Option<PerCpuReadToken> {
-        if let Some(slot) = self.try_read_biased() {
+        if let Some(slot) = self.try_read_biased(self.state.load(Ordering::Relaxed)) {
             return Some(PerCpuReadToken::slot(slot));
         }
         self.try_read_unbiased()
@@ -574,8 +574,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// own slow path), so that a read and its guard's release stay small
     /// enough for the compiler to inline into the reading loop.
     #[inline(always)]
-    fn try_read_biased(&self) -> Option<&'static Slot> {
-        let s = self.state.load(Ordering::Relaxed);
+    fn try_read_biased(&self, s: u64) -> Option<&'static Slot> {
         if s & (FAST | SYM) != FAST || s & ID_MASK == 0 {
             return None;
         }
@@ -611,8 +610,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// `lock_shared_other`, which tries the same again (once more, only on
     /// those rarer paths) and the rest.
     #[inline(always)]
-    fn try_read_counted(&self) -> Option<Option<&'static Slot>> {
-        let s = self.state.load(Ordering::Relaxed);
+    fn try_read_counted(&self, s: u64) -> Option<Option<&'static Slot>> {
         if s & FAST != 0 || s & ID_MASK == 0 || !self.inner.try_lock_shared_quick() {
             return None;
         }
@@ -1350,9 +1348,13 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         }
         // Unrecorded, so only the slot comes from the read paths (merging
         // whole tokens, hold state included, costs stack copies here).
-        let slot = match self.try_read_biased() {
+        // One load of the state picks the inline path: biased, or counted
+        // (inhibited); a biased read that steps aside finds the state
+        // inhibited in `lock_shared_other`.
+        let s = self.state.load(Ordering::Relaxed);
+        let slot = match self.try_read_biased(s) {
             Some(slot) => Some(slot),
-            None => match self.try_read_counted() {
+            None => match self.try_read_counted(s) {
                 Some(slot) => slot,
                 None => self.lock_shared_other().slot,
             },
@@ -1475,13 +1477,16 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // read guard's drop then inlines into the caller); every other
         // read's one call away.
         if let Some(slot) = slot {
-            if !fair && core::ptr::eq(slot, counted_marker()) {
-                // As in `release_other_read`.
+            let cur = slot.word().load(Ordering::Relaxed);
+            if cur == 0 && !fair {
+                // Only the counted reads' marker slot is 0 under a read
+                // token (a slot that records a read names its lock):
+                // release as `release_other_read` does.
+                debug_assert!(core::ptr::eq(slot, counted_marker()));
                 let _ = P::with_local(|l| l.counted_reads.leave());
                 self.unlock_underlying(false);
                 return;
             }
-            let cur = slot.word().load(Ordering::Relaxed);
             if cur & (DEPTH_MASK | UNDERLYING | BIASED) == ONE_DEPTH | BIASED {
                 debug_assert_eq!(
                     (cur ^ self.state.load(Ordering::Relaxed)) & ID_MASK,
