@@ -248,7 +248,7 @@ const NATIVE: Tuning = Tuning {
     qrw_turn_clock_writes: 64,
 
     pc_writer_steps: 11,
-    pc_clock_every: 64,
+    pc_clock_every: 256,
     pc_sym_cost_ns: 2_000,
     pc_sym_probe: 64,
     pc_keep_factor: 4,
