@@ -1482,15 +1482,6 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // read's one call away.
         if let Some(slot) = slot {
             let cur = slot.word().load(Ordering::Relaxed);
-            if cur == 0 && !fair {
-                // Only the counted reads' marker slot is 0 under a read
-                // token (a slot that records a read names its lock):
-                // release as `release_other_read` does.
-                debug_assert!(core::ptr::eq(slot, counted_marker()));
-                let _ = P::with_local(|l| l.counted_reads.leave());
-                self.unlock_underlying(false);
-                return;
-            }
             if cur & (DEPTH_MASK | UNDERLYING | BIASED) == ONE_DEPTH | BIASED {
                 debug_assert_eq!(
                     (cur ^ self.state.load(Ordering::Relaxed)) & ID_MASK,
@@ -1498,6 +1489,15 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                     "read token names another lock's slot"
                 );
                 release_slot::<P>(slot, true);
+                return;
+            }
+            if cur == 0 && !fair {
+                // Only the counted reads' marker slot is 0 under a read
+                // token (a slot that records a read names its lock):
+                // release as `release_other_read` does.
+                debug_assert!(core::ptr::eq(slot, counted_marker()));
+                let _ = P::with_local(|l| l.counted_reads.leave());
+                self.unlock_underlying(false);
                 return;
             }
         }
