@@ -562,20 +562,25 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// writers, recorded in the slot. `None` means take the slow path.
     #[inline(always)]
     fn try_lock_shared_fast(&self) -> Option<PerCpuReadToken> {
-        if let Some(slot) = self.try_read_biased(self.state.load(Ordering::Relaxed)) {
+        if let Some(slot) = self.try_read_slot(self.state.load(Ordering::Relaxed)) {
             return Some(PerCpuReadToken::slot(slot));
         }
-        self.try_read_unbiased()
+        self.try_read_inhibited()
     }
 
-    /// The biased read, inline in the caller: `None` in any other mode,
-    /// or if the slot is busy or a writer is revoking. It is kept to one
-    /// call site for everything else (`lock_shared_other`, or the caller's
-    /// own slow path), so that a read and its guard's release stay small
-    /// enough for the compiler to inline into the reading loop.
+    /// The slot read (biased or symmetric), inline in the caller: `None`
+    /// if the lock is inhibited or has no id yet, if the slot is busy, or
+    /// if a writer is revoking. It is kept to one call site for everything
+    /// else (`lock_shared_other`, or the caller's own slow path), so that a
+    /// read and its guard's release stay small enough for the compiler to
+    /// inline into the reading loop. The two modes differ only in the
+    /// fence: biased, the platform's unchecked light fence (the lock is
+    /// biased only with asymmetric fences, see "Fences"), paired with a
+    /// revoking writer's heavy fence; symmetric, a full fence, paired with
+    /// the writer's.
     #[inline(always)]
-    fn try_read_biased(&self, s: u64) -> Option<&'static Slot> {
-        if s & (FAST | SYM) != FAST || s & ID_MASK == 0 {
+    fn try_read_slot(&self, s: u64) -> Option<&'static Slot> {
+        if s & FAST == 0 || s & ID_MASK == 0 {
             return None;
         }
         let slot = table_of(s).slot(P::reader_slot()?)?;
@@ -583,23 +588,30 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // Busy: a recursive read, or a read of another lock of the table.
             return None;
         }
+        let symmetric = s & SYM != 0;
+        let biased = if symmetric { 0 } else { BIASED };
         // Relaxed: the fence orders it; nothing is published through it.
+        // (A SeqCst `swap` and load would do for the symmetric read in the
+        // C++ model, but loom models SeqCst accesses as AcqRel and could not
+        // check the pairing.)
         slot.word()
-            .store((s & ID_MASK) | BIASED | ONE_DEPTH, Ordering::Relaxed);
-        // What the bias buys, for the writers' keep rule (counted before
-        // the re-check: a read that steps aside bought little, but the
-        // count stays off the path after the fence).
+            .store((s & ID_MASK) | biased | ONE_DEPTH, Ordering::Relaxed);
+        // What a slot read buys, for the writers' rules (counted before the
+        // re-check: a read that steps aside bought little, but the count
+        // stays off the path after the fence).
         slot.count_fast_read();
-        // Pairs with the heavy fence of a revoking writer; unchecked, as the
-        // lock is biased only with asymmetric fences (see "Fences").
-        P::light_fence_asymmetric();
+        if symmetric {
+            fence(Ordering::SeqCst);
+        } else {
+            P::light_fence_asymmetric();
+        }
         // Acquire pairs with the Release RMW that last set FAST.
         if self.state.load(Ordering::Acquire) & FAST != 0 {
             return Some(slot);
         }
         // A writer is revoking: step aside (the caller queues on the inner
         // lock).
-        step_aside::<P>(slot);
+        step_aside::<P>(slot, !symmetric);
         None
     }
 
@@ -624,22 +636,23 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
     }
 
-    /// `try_lock_shared_fast` once the biased read did not get the lock:
-    /// the symmetric or the inhibited read, or `None`.
+    /// `try_lock_shared_fast` once the slot read did not get the lock:
+    /// the inhibited read, or `None`.
     #[inline(always)]
-    fn try_read_unbiased(&self) -> Option<PerCpuReadToken> {
+    fn try_read_inhibited(&self) -> Option<PerCpuReadToken> {
         let s = self.state.load(Ordering::Relaxed);
         if s & FAST == 0 && s & ID_MASK != 0 {
             return self.read_inhibited(s);
         }
-        self.try_lock_shared_symmetric(s)
+        None
     }
 
-    /// `lock_shared` once the biased read did not get the lock: the other
-    /// modes, then the slow path. One call from the inline read.
+    /// `lock_shared` once the inline reads did not get the lock: the
+    /// inhibited read once more (the state may have moved), then the slow
+    /// path. One call from the inline read.
     #[inline(never)]
     fn lock_shared_other(&self) -> PerCpuReadToken {
-        match self.try_read_unbiased() {
+        match self.try_read_inhibited() {
             Some(token) => token,
             None => self.lock_shared_slow(|| {}),
         }
@@ -688,36 +701,6 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return self.enter_inhibited(s, slot);
         }
         self.enter_underlying(mine)
-    }
-
-    /// `try_lock_shared_fast` in the symmetric mode (`s`), or for a lock
-    /// without an id yet (`None`: the slow path gives it one).
-    #[inline(never)]
-    fn try_lock_shared_symmetric(&self, s: u64) -> Option<PerCpuReadToken> {
-        if s & ID_MASK == 0 || s & (FAST | SYM) != FAST | SYM {
-            return None;
-        }
-        let slot = table_of(s).slot(P::reader_slot()?)?;
-        if slot.word().load(Ordering::Relaxed) != 0 {
-            // Busy: a recursive read, or a read of another lock of the table.
-            return None;
-        }
-        // Relaxed, then a full fence: pairs with a symmetric writer's full
-        // fence (store buffering). (A SeqCst `swap` and load would do in the
-        // C++ model and cost less on x86, but loom models SeqCst accesses as
-        // AcqRel and could not check this pairing.)
-        slot.word()
-            .store((s & ID_MASK) | ONE_DEPTH, Ordering::Relaxed);
-        // For the writers' rules, as a biased read (the line is ours).
-        slot.count_fast_read();
-        fence(Ordering::SeqCst);
-        // Acquire pairs with the Release RMW that last set FAST.
-        if self.state.load(Ordering::Acquire) & FAST != 0 {
-            return Some(PerCpuReadToken::slot(slot));
-        }
-        // A writer is revoking: step aside and queue on the inner lock.
-        release_slot::<P>(slot, false);
-        None
     }
 
     /// Holding the underlying read lock with `slot` (ours) free, the state
@@ -1243,12 +1226,12 @@ fn release_slot<P: Platform>(slot: &'static Slot, biased: bool) {
     }
 }
 
-/// A biased read that found a writer revoking: clears its slot (and wakes
+/// A slot read that found a writer revoking: clears its slot (and wakes
 /// the writer if it sleeps on it).
 #[cold]
 #[inline(never)]
-fn step_aside<P: Platform>(slot: &'static Slot) {
-    release_slot::<P>(slot, true);
+fn step_aside<P: Platform>(slot: &'static Slot, biased: bool) {
+    release_slot::<P>(slot, biased);
 }
 
 #[cold]
@@ -1356,7 +1339,7 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         // (inhibited); a biased read that steps aside finds the state
         // inhibited in `lock_shared_other`.
         let s = self.state.load(Ordering::Relaxed);
-        let slot = match self.try_read_biased(s) {
+        let slot = match self.try_read_slot(s) {
             Some(slot) => Some(slot),
             None => match self.try_read_counted(s) {
                 Some(slot) => slot,
@@ -1477,18 +1460,18 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// The caller holds that read of this lock.
     #[inline(always)]
     unsafe fn release_read(&self, slot: Option<&'static Slot>, fair: bool) {
-        // The biased read's and the counted read's releases inline (the
+        // The slot read's and the counted read's releases inline (the
         // read guard's drop then inlines into the caller); every other
         // read's one call away.
         if let Some(slot) = slot {
             let cur = slot.word().load(Ordering::Relaxed);
-            if cur & (DEPTH_MASK | UNDERLYING | BIASED) == ONE_DEPTH | BIASED {
+            if cur & (DEPTH_MASK | UNDERLYING) == ONE_DEPTH {
                 debug_assert_eq!(
                     (cur ^ self.state.load(Ordering::Relaxed)) & ID_MASK,
                     0,
                     "read token names another lock's slot"
                 );
-                release_slot::<P>(slot, true);
+                release_slot::<P>(slot, cur & BIASED != 0);
                 return;
             }
             if cur == 0 && !fair {
