@@ -987,10 +987,6 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let keep = old & !(FAST | SYM | STAMP_MASK);
         // What each slot read saved against the underlying lock.
         let saving = read_saving_ns(slots);
-        // What a symmetric read saves: with one reading thread the
-        // underlying word stays in its cache, and a full fence costs about
-        // what the underlying read's two RMWs cost, so nothing.
-        let sym_saving = if slots > 1 { saving } else { 0 };
         if !table.inhibits() {
             // Xen: the bias comes back at unlock, in the mode the cost says.
             let sym = if old & SYM == 0 {
@@ -1041,7 +1037,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // What a symmetric revocation would have cost: this one without
             // its heavy fence.
             let scan = cost.saturating_sub(fence_ns).max(1);
-            if dear || symmetric_pays(reads, scan, sym_saving) {
+            if dear || symmetric_pays(reads, scan, saving) {
                 // Other CPUs run our readers (the fence was dear twice), or
                 // the reads pay for revoking at every write with a
                 // symmetric revocation (the rule that keeps a symmetric lock
@@ -1081,7 +1077,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // on from now).
             return Some(keep | bias::<P>() | stamp_at(now));
         }
-        if !symmetric_pays(reads, cost, sym_saving) {
+        if !symmetric_pays(reads, cost, saving) {
             // Too few reads per write to pay for revoking at each: readers
             // go to the underlying lock for a while, and come back
             // symmetric. (Counted in reads, not time, this does not depend
