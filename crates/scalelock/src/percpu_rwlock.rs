@@ -1030,18 +1030,26 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // `membarrier` interrupts them), which the writer's clock
             // does not see.
             let paid = reads.saturating_mul(saving) >= cost + fence_ns;
-            if sparse || paid {
+            // ... and the bias beats the symmetric mode, which would have
+            // cost those reads a full fence each (measured on this machine)
+            // and this revocation its heavy fence (counted twice, as
+            // above): bias when the reads' fences would cost more.
+            let bias_beats_symmetric = !paid
+                || reads.saturating_mul(fence_cost::full_fence_x16::<P>())
+                    >= fence_ns.saturating_mul(2 * 16);
+            if sparse || (paid && bias_beats_symmetric) {
                 table.shrink_multiplier();
                 return Some(keep | FAST | stamp_at(end));
             }
             // What a symmetric revocation would have cost: this one without
             // its heavy fence.
             let scan = cost.saturating_sub(fence_ns).max(1);
-            if dear || symmetric_pays(reads, scan, saving) {
+            if dear || paid || symmetric_pays(reads, scan, saving) {
                 // Other CPUs run our readers (the fence was dear twice), or
-                // the reads pay for revoking at every write with a
-                // symmetric revocation (the rule that keeps a symmetric lock
-                // symmetric): go symmetric.
+                // the slot reads pay for revoking but their full fences
+                // cost less than the heavy one, or the reads pay for
+                // revoking at every write with a symmetric revocation (the
+                // rule that keeps a symmetric lock symmetric): go symmetric.
                 return Some(keep | FAST | SYM | stamp_at(end));
             }
             if (on_for as u64) < cost.saturating_mul(TUNING.pc_wasted_factor) {
@@ -1661,6 +1669,7 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
     }
 }
 
+mod fence_cost;
 mod timed;
 
 /// The thread-local list of locks a context read-holds through the

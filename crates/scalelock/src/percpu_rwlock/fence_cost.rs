@@ -1,0 +1,83 @@
+//! What one full fence costs a reader on this machine, measured once per
+//! process: the symmetric mode's price per read, which a revoking writer
+//! weighs against the heavy fence (`membarrier`) the biased mode pays per
+//! write (see "Modes" in `percpu_rwlock.rs`).
+//!
+//! The figure differs by an order of magnitude between machines (`mfence`
+//! takes a few cycles on some recent cores, dozens on others), so it is
+//! measured rather than tuned: a batch of slot-read-shaped sequences
+//! (`store; fence; load`) against the same batch with a compiler fence,
+//! the minimum over a few rounds of each (a preempted round only ever
+//! inflates its batch). About 5 µs, on the first revocation that needs it.
+
+#[cfg(not(any(loom, shuttle, miri)))]
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering, compiler_fence, fence};
+
+use crate::platform::Platform;
+
+/// The cost of one full fence in a reader's sequence, in 1/16 ns.
+#[cfg(not(any(loom, shuttle, miri)))]
+pub(super) fn full_fence_x16<P: Platform>() -> u64 {
+    // 0: not measured yet (a measurement is at least 1).
+    static MEASURED: AtomicU32 = AtomicU32::new(0);
+    // Relaxed: a plain number; two first writers measure twice, harmlessly.
+    match MEASURED.load(Ordering::Relaxed) {
+        0 => {
+            let x16 = measure::<P>();
+            MEASURED.store(x16, Ordering::Relaxed);
+            u64::from(x16)
+        }
+        x16 => u64::from(x16),
+    }
+}
+
+/// Under the model checkers and Miri nothing is timed: 2 ns.
+#[cfg(any(loom, shuttle, miri))]
+pub(super) fn full_fence_x16<P: Platform>() -> u64 {
+    32
+}
+
+#[cfg(not(any(loom, shuttle, miri)))]
+fn measure<P: Platform>() -> u32 {
+    const BATCH: u64 = 256;
+    const ROUNDS: usize = 5;
+    let word = AtomicU64::new(0);
+    let flag = AtomicU64::new(1);
+    let batch = |full: bool| {
+        let start = P::now_ns();
+        let mut seen = 0u64;
+        for i in 0..BATCH {
+            word.store(i, Ordering::Relaxed);
+            if full {
+                fence(Ordering::SeqCst);
+            } else {
+                compiler_fence(Ordering::SeqCst);
+            }
+            seen = seen.wrapping_add(flag.load(Ordering::Acquire));
+        }
+        core::hint::black_box(seen);
+        P::now_ns().saturating_sub(start)
+    };
+    let (mut full, mut plain) = (u64::MAX, u64::MAX);
+    for _ in 0..ROUNDS {
+        full = full.min(batch(true));
+        plain = plain.min(batch(false));
+    }
+    let x16 = full.saturating_sub(plain).saturating_mul(16) / BATCH;
+    u32::try_from(x16).unwrap_or(u32::MAX).max(1)
+}
+
+#[cfg(all(test, feature = "std", not(any(loom, shuttle, miri))))]
+mod tests {
+    use super::*;
+    use crate::platform::StdPlatform;
+
+    /// The measurement is a plausible figure (a full fence costs something,
+    /// and far less than a microsecond) and is taken once.
+    #[test]
+    fn measured_once_and_plausible() {
+        let first = full_fence_x16::<StdPlatform>();
+        assert!((1..16 * 1000).contains(&first), "{first}/16 ns");
+        assert_eq!(full_fence_x16::<StdPlatform>(), first);
+    }
+}
