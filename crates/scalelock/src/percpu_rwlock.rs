@@ -1013,8 +1013,12 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // more than the stamp's range ago.
             let on_for = since_stamp(old, now);
             let typical = table.revocation_floor(cost);
-            // The slot reads since the class's last revocation.
-            let reads = u64::from(table.fast_reads_since(fast_reads));
+            // The slot reads per write: those since the class's last
+            // revocation, or the class's average if more (one short
+            // interval between random writes says little of the read
+            // share, and would inhibit the bias for a whole window).
+            let since = table.fast_reads_since(fast_reads);
+            let reads = table.reads_per_write(since).max(u64::from(since));
             // Sparse writes: revoking at each costs at most 1/pc_keep_factor
             // of the time, less than readers lose on the underlying lock
             // during a window, or on a full fence per read in the symmetric
@@ -1066,7 +1070,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // Symmetric: decide by the time since the previous write, then by
         // the reads per write.
         let cost = table.sym_revocation_floor(P::now_ns().saturating_sub(now).max(1));
-        let reads = table.sym_reads_average(table.fast_reads_since(fast_reads));
+        let reads = table.reads_per_write(table.fast_reads_since(fast_reads));
         let gap = since_stamp(old, now);
         // Rare: the heavy fence the biased mode would pay at the next
         // write (the cheaper of the last two: one may have been preempted)

@@ -257,9 +257,9 @@ pub struct ReaderTable {
     sym_revocations: AtomicU32,
     /// The last symmetric revocation's cost, ns (`sym_revocation_floor`).
     sym_revocation_ns: AtomicU32,
-    /// Slot reads per symmetric revocation, averaged, in 1/16ths
-    /// (`sym_reads_average`; 0: none yet).
-    sym_reads_x16: AtomicU32,
+    /// Slot reads per revocation (biased or symmetric), averaged, in 1/16ths
+    /// (`reads_per_write`; 0: none yet).
+    reads_per_write_x16: AtomicU32,
     /// Key of the platform whose locks use this table (0: not bound yet).
     platform: AtomicU64,
     /// Tests: every asymmetric revocation switches to the symmetric mode.
@@ -329,7 +329,7 @@ impl ReaderTable {
             revocation_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
             sym_revocation_ns: AtomicU32::new(0),
-            sym_reads_x16: AtomicU32::new(0),
+            reads_per_write_x16: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
         }
@@ -355,7 +355,7 @@ impl ReaderTable {
             revocation_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
             sym_revocation_ns: AtomicU32::new(0),
-            sym_reads_x16: AtomicU32::new(0),
+            reads_per_write_x16: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
         }
@@ -471,22 +471,29 @@ impl ReaderTable {
     }
 
     /// Folds the slot reads since the class's last revocation, `reads`,
-    /// seen at a symmetric revocation, into the class's average (each new
-    /// figure weighing 1/8) and returns the new average: with several
-    /// writers, two writes that meet by chance see few reads between them,
-    /// which says nothing of the read share. Relaxed: a hint.
+    /// seen at a revocation, into the class's average (each new figure
+    /// weighing 1/8) and returns the new average: with several writers, or
+    /// writes at random times, two writes that meet by chance see few
+    /// reads between them, which says nothing of the read share. Relaxed:
+    /// a hint.
     #[inline]
-    pub(crate) fn sym_reads_average(&self, reads: u32) -> u64 {
+    pub(crate) fn reads_per_write(&self, reads: u32) -> u64 {
         let new = u64::from(reads.min(1 << 27)) * 16;
-        let old = u64::from(self.sym_reads_x16.load(Ordering::Relaxed));
+        let old = u64::from(self.reads_per_write_x16.load(Ordering::Relaxed));
         let avg = if old == 0 {
             new
         } else {
             old - old / 8 + new / 8
         };
-        self.sym_reads_x16
+        self.reads_per_write_x16
             .store(avg.max(1) as u32, Ordering::Relaxed);
         avg / 16
+    }
+
+    /// The class's average slot reads per revocation, in 1/16ths (tests).
+    #[cfg(test)]
+    pub(crate) fn reads_per_write_x16(&self) -> u32 {
+        self.reads_per_write_x16.load(Ordering::Relaxed)
     }
 
     /// Counts a symmetric revocation; true on one in `every`, when the lock
