@@ -37,6 +37,8 @@ pub(super) fn full_fence_x16<P: Platform>() -> u64 {
     32
 }
 
+// With std the clock is std's, and `P` only matters without it.
+#[cfg_attr(feature = "std", allow(clippy::extra_unused_type_parameters))]
 #[cfg(not(any(loom, shuttle, miri)))]
 fn measure<P: Platform>() -> u32 {
     const BATCH: u64 = 256;
