@@ -589,7 +589,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return None;
         }
         let symmetric = s & SYM != 0;
-        let biased = if symmetric { 0 } else { BIASED };
+        // `BIASED` unless `SYM`, without a branch: the biased read stays
+        // the straight path.
+        const _: () = assert!(BIASED > SYM);
+        let biased = ((s & SYM) ^ SYM) << (BIASED.trailing_zeros() - SYM.trailing_zeros());
         // Relaxed: the fence orders it; nothing is published through it.
         // (A SeqCst `swap` and load would do for the symmetric read in the
         // C++ model, but loom models SeqCst accesses as AcqRel and could not
@@ -1473,13 +1476,23 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // read's one call away.
         if let Some(slot) = slot {
             let cur = slot.word().load(Ordering::Relaxed);
+            // Biased first, the common read of a read-mostly lock.
+            if cur & (DEPTH_MASK | UNDERLYING | BIASED) == ONE_DEPTH | BIASED {
+                debug_assert_eq!(
+                    (cur ^ self.state.load(Ordering::Relaxed)) & ID_MASK,
+                    0,
+                    "read token names another lock's slot"
+                );
+                release_slot::<P>(slot, true);
+                return;
+            }
             if cur & (DEPTH_MASK | UNDERLYING) == ONE_DEPTH {
                 debug_assert_eq!(
                     (cur ^ self.state.load(Ordering::Relaxed)) & ID_MASK,
                     0,
                     "read token names another lock's slot"
                 );
-                release_slot::<P>(slot, cur & BIASED != 0);
+                release_slot::<P>(slot, false);
                 return;
             }
             if cur == 0 && !fair {
