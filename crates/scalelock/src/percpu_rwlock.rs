@@ -580,7 +580,21 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// the writer's.
     #[inline(always)]
     fn try_read_slot(&self, s: u64) -> Option<&'static Slot> {
-        if s & FAST == 0 || s & ID_MASK == 0 {
+        // One copy of the read per mode, the biased one first: each is a
+        // straight path, with its fence known.
+        if s & (FAST | SYM) == FAST {
+            self.try_read_slot_as::<false>(s)
+        } else if s & FAST != 0 {
+            self.try_read_slot_as::<true>(s)
+        } else {
+            None
+        }
+    }
+
+    /// `try_read_slot` in a state `s` with `FAST` set, symmetric or not.
+    #[inline(always)]
+    fn try_read_slot_as<const SYMMETRIC: bool>(&self, s: u64) -> Option<&'static Slot> {
+        if s & ID_MASK == 0 {
             return None;
         }
         let slot = table_of(s).slot(P::reader_slot()?)?;
@@ -588,11 +602,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // Busy: a recursive read, or a read of another lock of the table.
             return None;
         }
-        let symmetric = s & SYM != 0;
-        // `BIASED` unless `SYM`, without a branch: the biased read stays
-        // the straight path.
-        const _: () = assert!(BIASED > SYM);
-        let biased = ((s & SYM) ^ SYM) << (BIASED.trailing_zeros() - SYM.trailing_zeros());
+        let biased = if SYMMETRIC { 0 } else { BIASED };
         // Relaxed: the fence orders it; nothing is published through it.
         // (A SeqCst `swap` and load would do for the symmetric read in the
         // C++ model, but loom models SeqCst accesses as AcqRel and could not
@@ -603,7 +613,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // re-check: a read that steps aside bought little, but the count
         // stays off the path after the fence).
         slot.count_fast_read();
-        if symmetric {
+        if SYMMETRIC {
             fence(Ordering::SeqCst);
         } else {
             P::light_fence_asymmetric();
@@ -614,7 +624,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
         // A writer is revoking: step aside (the caller queues on the inner
         // lock).
-        step_aside::<P>(slot, !symmetric);
+        step_aside::<P>(slot, !SYMMETRIC);
         None
     }
 
