@@ -38,13 +38,15 @@
 //! | mode | state | a read costs | a write costs | chosen when |
 //! | --- | --- | --- | --- | --- |
 //! | biased | `FAST` | slot store, *compiler* fence, two loads | a `membarrier` (the *heavy* fence) and a slot scan | writes are rare against the revocation's cost, or the reads between them pay for it |
-//! | symmetric | `FAST \| SYM` | slot store, a full fence, two loads | a plain full fence and a slot scan | the reads per write pay for a symmetric revocation but not for a biased one (the membarrier interrupts other busy CPUs) |
+//! | symmetric | `FAST \| SYM` | slot store, a full fence, two loads | a plain full fence and a slot scan | the reads per write pay for a symmetric revocation, and their full fences cost less than the membarrier (which also interrupts other busy CPUs) |
 //! | inhibited | no `FAST` | the underlying read lock, plus a load | the underlying write lock | too few reads per write, or a revocation was just paid (BRAVO) |
 //!
 //! Each write decides the next mode, under the underlying write lock. Slot
 //! reads (biased and symmetric) count themselves on their slot's line; a
 //! revoking writer sums the counts while it scans, so it knows the reads
-//! `R` since the class's last revocation.
+//! since the class's last revocation; `R` is the class's average of those
+//! per revocation (each new figure weighing 1/8: two writes that meet by
+//! chance say little of the read share), or the latest figure if more.
 //! - from **biased**, after a revocation costing `C`, of which the heavy
 //!   fence `F`:
 //!   - if the bias had been on for at least `pc_keep_factor × C'`, where
@@ -57,13 +59,16 @@
 //!     underlying lock would bounce its line; the reads paid for
 //!     the revocation against reads on the underlying lock; the fence
 //!     counts twice, as the CPUs it interrupted spent about as long in
-//!     it): stay **biased** (the bias comes back at unlock), however dear
-//!     the fence;
+//!     it) and `R × Φ ≥ 2F`, `Φ` being what a full fence costs a reader
+//!     on this machine (measured once per process, `fence_cost.rs`; the
+//!     symmetric mode would have cost the reads that much): stay
+//!     **biased** (the bias comes back at unlock);
 //!   - else, if its heavy fence, and the class's previous one, each took
 //!     at least `pc_sym_cost_ns` (other CPUs ran our threads; one dear
-//!     fence alone is more likely an interrupt), or the reads would pay
-//!     for a symmetric revocation (the rule below, against `C − F`), go
-//!     **symmetric**;
+//!     fence alone is more likely an interrupt), or the reads paid for the
+//!     revocation but their full fences cost less than the heavy one, or
+//!     the reads would pay for a symmetric revocation (the rule below,
+//!     against `C − F`), go **symmetric**;
 //!   - else stay **inhibited** for `m × C` (BRAVO), where the class's
 //!     multiplier `m` doubles when a revocation follows the bias's return
 //!     quickly and shrinks when it does not; a slow reader re-enables the
