@@ -130,8 +130,8 @@
 //!   that address wait for the ghost.
 //! - `stamp` (16 bits, units of 2^6 ns, compared with wrapping arithmetic
 //!   over 4.2 ms): inhibited, the end of the window; symmetric, the time of
-//!   the last write; biased, when the bias came back (the window's end, or
-//!   the write unlock that brought it back).
+//!   the last write; biased, when the bias came back (the slow read that
+//!   found the window over, or the write unlock that brought it back).
 //! - `table`: registry index of the lock's [`ReaderTable`] (0 = default).
 //! - `SYM`: the symmetric mode (see above).
 //! - `FAST`: the reader bias. Set only by someone holding the underlying
@@ -741,22 +741,26 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// inhibition window of state `s` is over.
     #[cold]
     fn reenable_if_due(&self, s: u64) {
-        if since_stamp(s, P::now_ns()) >= 0 {
-            self.reenable(s);
+        let now = P::now_ns();
+        if since_stamp(s, now) >= 0 {
+            self.reenable(s, now);
         }
     }
 
     /// Sets `FAST` (the inhibition window is over), holding the underlying
-    /// read lock, so no writer is inside. Release pairs with fast readers'
-    /// Acquire re-load of the state: they happen after our acquisition,
-    /// hence after the last writer.
+    /// read lock, so no writer is inside, and stamps the state with `now`:
+    /// the bias is on from now, which the next revocation's keep rule
+    /// weighs (the window's end may lie up to `pc_clock_every` slow reads
+    /// back, which would make the bias look long-lived). Release pairs with
+    /// fast readers' Acquire re-load of the state: they happen after our
+    /// acquisition, hence after the last writer.
     #[cold]
-    fn reenable(&self, judged: u64) {
+    fn reenable(&self, judged: u64, now: u64) {
         // Only from the state we judged: a state that moved meanwhile was
         // moved by a writer's decision, which wins.
         let _ = self.state.compare_exchange(
             judged,
-            judged | FAST,
+            (judged & !STAMP_MASK) | stamp_at(now) | FAST,
             Ordering::Release,
             Ordering::Relaxed,
         );
@@ -782,11 +786,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     #[inline]
     fn maybe_reenable(&self, mine: Option<&'static Slot>) {
         let s = self.state.load(Ordering::Relaxed);
-        if s & FAST == 0
-            && mine.is_none_or(|m| m.count_slow_read(TUNING.pc_clock_every))
-            && since_stamp(s, P::now_ns()) >= 0
-        {
-            self.reenable(s);
+        if s & FAST == 0 && mine.is_none_or(|m| m.count_slow_read(TUNING.pc_clock_every)) {
+            let now = P::now_ns();
+            if since_stamp(s, now) >= 0 {
+                self.reenable(s, now);
+            }
         }
     }
 
@@ -1027,7 +1031,8 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                 return Some(keep | FAST | SYM | stamp_at(end));
             }
             // The stamp of a biased state: when the bias came back (the
-            // window's end, or the unlock that brought it back). Negative:
+            // slow read that ended the window, or the unlock that brought
+            // it back). Negative:
             // more than the stamp's range ago.
             let on_for = since_stamp(old, now);
             let typical = table.revocation_floor(cost);
