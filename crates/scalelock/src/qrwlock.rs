@@ -748,8 +748,30 @@ impl<P: Platform> QRwCore<P> {
     #[inline]
     pub(crate) fn lock_exclusive_hooked(&self, contended: impl FnOnce(), ev: Events) {
         if let Err(v) = self.try_lock_exclusive_fast() {
+            if self.try_lock_in_turn(v) {
+                return;
+            }
             self.lock_exclusive_slow(v, contended, ev);
         }
+    }
+
+    /// The turn holder's write, inline (`v`: the word the fast path saw):
+    /// the lock holds nothing but a turn and maybe a quiet waiter, the turn
+    /// is ours (a thread-local check, which counts the write in it), and
+    /// someone waits for the lock; then take it past them, as the slow path
+    /// would (`lock_exclusive_contended`, `Turn::Ours`). Anything else, and
+    /// the one write in `qrw_turn_clock_writes` that reads the clock, is
+    /// the slow path's (should the `cmpxchg` fail, the slow path counts
+    /// this write in the turn a second time). A turn holder writes many
+    /// times in a row while others wait, and each of those writes used to
+    /// pay the slow path's call.
+    #[inline]
+    fn try_lock_in_turn(&self, v: u32) -> bool {
+        v & !(QUIET | TURN) == 0
+            && v & TURN != 0
+            && self.wait_lock.is_wanted()
+            && batch::count_write_in_turn::<P>(self.addr(), v & TURN)
+            && self.try_lock_past(v)
     }
 
     /// The write fast paths' attempt (untimed and timed): takes a free

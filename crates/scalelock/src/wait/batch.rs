@@ -165,6 +165,28 @@ pub(crate) enum Turn {
     Over,
 }
 
+/// The common case of [`turn_of`], for a writer's inline path: true if
+/// turn `turn` of the lock at `lock` is the calling thread's and this
+/// write is not one that reads the clock (one in `qrw_turn_clock_writes`),
+/// counting the write; false otherwise, counting nothing (the caller's
+/// slow path then asks `turn_of`).
+#[inline]
+pub(crate) fn count_write_in_turn<P: Platform>(lock: usize, turn: u32) -> bool {
+    P::with_local(|l| {
+        let t = &l.claimed_turn;
+        let writes = t.writes.get().wrapping_add(1);
+        if t.lock.get() != lock
+            || t.turn.get() != turn
+            || writes.is_multiple_of(TUNING.qrw_turn_clock_writes)
+        {
+            return false;
+        }
+        t.writes.set(writes);
+        true
+    })
+    .unwrap_or(false)
+}
+
 /// Whose turn `turn` of the lock at `lock` is (see [`Turn`]); counts one
 /// write in it if it is ours.
 #[inline]
