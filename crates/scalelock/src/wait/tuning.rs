@@ -305,7 +305,9 @@ const LOOM: Tuning = Tuning {
     qrw_spin_steps: 2,
     qrw_optimistic_steps: 1,
     qrw_turn_ns: 1_000_000,
-    qrw_turn_clock_writes: 1,
+    // Every other write reads the stepped clock; the others take the turn
+    // holder's inline path (`try_lock_in_turn`), which the models reach.
+    qrw_turn_clock_writes: 2,
 
     // No spinning: the models reach the parking path.
     pc_writer_steps: 0,
