@@ -619,8 +619,12 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // stays off the path after the fence).
         slot.count_fast_read();
         if SYMMETRIC {
+            // Pairs with a symmetric writer's full fence after it clears
+            // FAST (store buffering: one of us sees the other).
             fence(Ordering::SeqCst);
         } else {
+            // Pairs with a revoking writer's heavy fence; unchecked, as the
+            // lock is biased only with asymmetric fences (see "Fences").
             P::light_fence_asymmetric();
         }
         // Acquire pairs with the Release RMW that last set FAST.

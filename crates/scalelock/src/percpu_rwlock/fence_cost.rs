@@ -56,6 +56,9 @@ fn measure<P: Platform>() -> u32 {
     let batch = |full: bool| {
         let start = now();
         let mut seen = 0u64;
+        // The shape of a slot read: store, fence, Acquire re-load. Nothing
+        // pairs with these fences and loads (no other thread touches the
+        // two words); they are here to be timed.
         for i in 0..BATCH {
             word.store(i, Ordering::Relaxed);
             if full {
