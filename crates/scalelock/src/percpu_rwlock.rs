@@ -638,35 +638,24 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 
     /// The common inhibited read, inline in the caller: the underlying
-    /// lock's read RMW and the thread-local count, as `read_inhibited`
-    /// does; returns the read token's slot. `None` (nothing held) in any
+    /// lock's read RMW and the thread-local count (`read_inhibited`) in an
+    /// inhibited state `s`. `None` (nothing held) in any
     /// other mode or if a writer holds or waits: the caller then takes
     /// `lock_shared_other`, which tries the same again (once more, only on
     /// those rarer paths) and the rest.
     #[inline(always)]
-    fn try_read_counted(&self, s: u64) -> Option<Option<&'static Slot>> {
-        if s & FAST != 0 || s & ID_MASK == 0 || !self.inner.try_lock_shared_quick() {
+    fn try_read_counted(&self, s: u64) -> Option<PerCpuReadToken> {
+        if s & FAST != 0 || s & ID_MASK == 0 {
             return None;
         }
-        match P::with_local(|l| l.counted_reads.enter(TUNING.pc_clock_every)) {
-            Some(false) => Some(Some(counted_marker())),
-            Some(true) => {
-                self.reenable_if_due(s);
-                Some(Some(counted_marker()))
-            }
-            None => Some(self.record_inhibited(s).slot),
-        }
+        self.read_inhibited(s)
     }
 
     /// `try_lock_shared_fast` once the slot read did not get the lock:
     /// the inhibited read, or `None`.
     #[inline(always)]
     fn try_read_inhibited(&self) -> Option<PerCpuReadToken> {
-        let s = self.state.load(Ordering::Relaxed);
-        if s & FAST == 0 && s & ID_MASK != 0 {
-            return self.read_inhibited(s);
-        }
-        None
+        self.try_read_counted(self.state.load(Ordering::Relaxed))
     }
 
     /// `lock_shared` once the inline reads did not get the lock: the
@@ -697,7 +686,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// records itself in its free slot, or else as `enter_underlying` does
     /// (a slot taken by an outer read, of this lock or another; holding the
     /// lock already, this read needs no recursion check).
-    #[inline]
+    #[inline(always)]
     fn read_inhibited(&self, s: u64) -> Option<PerCpuReadToken> {
         if !self.inner.try_lock_shared_quick() {
             return None;
@@ -1377,7 +1366,7 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         let slot = match self.try_read_slot(s) {
             Some(slot) => Some(slot),
             None => match self.try_read_counted(s) {
-                Some(slot) => slot,
+                Some(token) => token.slot,
                 None => self.lock_shared_other().slot,
             },
         };
@@ -1500,22 +1489,17 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // read's one call away.
         if let Some(slot) = slot {
             let cur = slot.word().load(Ordering::Relaxed);
+            // 0: the counted reads' marker (below).
+            debug_assert!(
+                cur == 0 || (cur ^ self.state.load(Ordering::Relaxed)) & ID_MASK == 0,
+                "read token names another lock's slot"
+            );
             // Biased first, the common read of a read-mostly lock.
             if cur & (DEPTH_MASK | UNDERLYING | BIASED) == ONE_DEPTH | BIASED {
-                debug_assert_eq!(
-                    (cur ^ self.state.load(Ordering::Relaxed)) & ID_MASK,
-                    0,
-                    "read token names another lock's slot"
-                );
                 release_slot::<P>(slot, true);
                 return;
             }
             if cur & (DEPTH_MASK | UNDERLYING) == ONE_DEPTH {
-                debug_assert_eq!(
-                    (cur ^ self.state.load(Ordering::Relaxed)) & ID_MASK,
-                    0,
-                    "read token names another lock's slot"
-                );
                 release_slot::<P>(slot, false);
                 return;
             }
