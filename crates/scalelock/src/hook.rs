@@ -130,10 +130,15 @@ pub(crate) const COMPILED: bool = cfg!(any(feature = "stats", feature = "lockdep
 pub fn any_active() -> bool {
     #[cfg(patched_switch)]
     {
-        // Patched for "off", a constant `false`; else the load.
+        // Patched for "off", a constant `false`; else the load. The
+        // patched-off path is laid out as the straight line (no taken
+        // branch added to the lock's fast path): the load is needed only
+        // while the hooks are on, before the first patch, or where
+        // patching was refused.
         if !patched_switch::may_be_on() {
             return false;
         }
+        core::hint::cold_path();
         let on = active::load() != 0;
         if !on {
             patched_switch::settle();
@@ -142,7 +147,11 @@ pub fn any_active() -> bool {
     }
     #[cfg(all(any(feature = "stats", feature = "lockdep"), not(patched_switch)))]
     {
-        active::load() != 0
+        if active::load() == 0 {
+            return false;
+        }
+        core::hint::cold_path();
+        true
     }
     #[cfg(not(any(feature = "stats", feature = "lockdep")))]
     {
