@@ -602,7 +602,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if s & ID_MASK == 0 {
             return None;
         }
-        let slot = table_of(s).slot(P::reader_slot()?)?;
+        // Only an index the thread already has: a thread's first read
+        // gets one on the slow path (`my_slot`), which then retries this.
+        // (Taking `reader_slot` here joined its hand-out path to this one,
+        // and the compiler then checked the index against the table twice.)
+        let slot = table_of(s).slot(P::reader_slot_assigned()?)?;
         if slot.word().load(Ordering::Relaxed) != 0 {
             // Busy: a recursive read, or a read of another lock of the table.
             return None;

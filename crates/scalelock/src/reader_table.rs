@@ -872,6 +872,14 @@ pub(crate) mod thread_slot {
         }
     }
 
+    /// The calling thread's slot index if it already has one (`current`
+    /// without handing one out).
+    #[inline]
+    pub(crate) fn assigned() -> Option<usize> {
+        let v = INDEX.with(Cell::get);
+        (v.wrapping_sub(1) < SLOTS as u32).then(|| (v - 1) as usize)
+    }
+
     /// One past the highest index handed out so far.
     #[inline]
     pub(crate) fn bound() -> usize {

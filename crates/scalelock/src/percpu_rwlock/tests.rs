@@ -118,6 +118,9 @@ unsafe impl<const FENCE_NS: u64, const STEP_NS: u64, const CLOCK: usize> Platfor
     fn reader_slot() -> Option<usize> {
         StdP::reader_slot()
     }
+    fn reader_slot_assigned() -> Option<usize> {
+        StdP::reader_slot_assigned()
+    }
     fn with_local<R>(f: impl FnOnce(&crate::platform::LocalState) -> R) -> Option<R> {
         StdP::with_local(f)
     }
@@ -225,6 +228,31 @@ fn first_read_is_fast_and_xen_mode_restores_bias() {
     assert!(fast(&t));
     // SAFETY: as above.
     unsafe { raw.unlock_shared(t) };
+}
+
+#[test]
+fn a_new_thread_s_first_read_gets_its_slot_and_is_fast() {
+    // The inline read takes only an index the thread already has; the
+    // first read of a thread hands one out on the slow path and still
+    // reads through the slot, and the second finds it inline.
+    let raw = Arc::new(Raw::with_table(&XEN));
+    let r = Arc::clone(&raw);
+    thread::spawn(move || {
+        assert_eq!(thread_slot::assigned(), None, "a new thread has no index");
+        for _ in 0..2 {
+            let t = r.lock_shared();
+            assert!(fast(&t));
+            assert_eq!(
+                t.slot.map(|s| s as *const Slot),
+                r.my_slot().map(|s| s as *const Slot)
+            );
+            // SAFETY: `t` came from `lock_shared` on this thread.
+            unsafe { r.unlock_shared(t) };
+            assert!(thread_slot::assigned().is_some());
+        }
+    })
+    .join()
+    .unwrap();
 }
 
 #[test]

@@ -203,6 +203,16 @@ pub unsafe trait Platform: 'static {
     fn reader_slot() -> Option<usize> {
         None
     }
+    /// [`reader_slot`](Platform::reader_slot) if the calling context
+    /// already has its index, else `None`, even where `reader_slot` would
+    /// hand one out now. A per-CPU rwlock's inline read uses it (a `None`
+    /// sends that read to the path that calls `reader_slot`), so the
+    /// inline read never joins the code that hands out an index. The
+    /// default is `reader_slot`.
+    #[inline]
+    fn reader_slot_assigned() -> Option<usize> {
+        Self::reader_slot()
+    }
     /// One past every index `reader_slot` has returned so far, in any
     /// context.
     #[inline]

@@ -163,6 +163,11 @@ unsafe impl Platform for StdPlatform {
     }
 
     #[inline]
+    fn reader_slot_assigned() -> Option<usize> {
+        crate::reader_table::thread_slot::assigned()
+    }
+
+    #[inline]
     fn reader_slot_bound() -> usize {
         crate::reader_table::thread_slot::bound()
     }
