@@ -174,12 +174,20 @@ fn pmtimer_reports_recomputes_per_call() {
 fn gnttab_and_p2m_report_their_grant_traffic() {
     for name in ["gnttab", "p2m"] {
         let (_, report) = tiny(name, &[]);
+        // Every run reports both counts; the traffic itself is summed over
+        // the runs: a 30 ms run starved on a loaded machine (CI runs these
+        // tests in parallel) has done a single operation, which is a map or
+        // a copy, not both.
+        let (mut maps, mut copies) = (0.0, 0.0);
         for r in report["runs"].as_array().unwrap() {
             let m = &r["metrics"];
-            assert!(m["maps"].as_f64() > Some(0.0), "{r}");
-            assert!(m["copies"].as_f64() > Some(0.0), "{r}");
+            maps += m["maps"].as_f64().unwrap_or_else(|| panic!("no maps: {r}"));
+            copies += m["copies"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("no copies: {r}"));
             assert!(m["frames"].as_f64() >= Some(8.0), "{r}");
         }
+        assert!(maps > 0.0 && copies > 0.0, "{name}: {report}");
     }
 }
 
