@@ -863,20 +863,19 @@ pub(crate) mod thread_slot {
     #[inline]
     pub(crate) fn current() -> Option<usize> {
         let v = INDEX.with(Cell::get);
-        if v.wrapping_sub(1) < SLOTS as u32 {
-            Some((v - 1) as usize)
-        } else if v == UNSET {
-            register()
-        } else {
-            None
-        }
+        index_in(v).or_else(|| if v == UNSET { register() } else { None })
     }
 
     /// The calling thread's slot index if it already has one (`current`
     /// without handing one out).
     #[inline]
     pub(crate) fn assigned() -> Option<usize> {
-        let v = INDEX.with(Cell::get);
+        index_in(INDEX.with(Cell::get))
+    }
+
+    /// The slot index an `INDEX` value holds (`None` for `UNSET`, `DEAD`).
+    #[inline]
+    fn index_in(v: u32) -> Option<usize> {
         (v.wrapping_sub(1) < SLOTS as u32).then(|| (v - 1) as usize)
     }
 
