@@ -3,12 +3,18 @@
 # running two binaries alternately.
 root=$(git rev-parse --show-toplevel)
 
+# ab_worktree COMMIT: makes /tmp/ab-COMMIT a detached worktree of COMMIT
+# (once).
+ab_worktree() {
+  [ -d /tmp/ab-$1 ] || git -C "$root" worktree add -q --detach /tmp/ab-$1 $1
+}
+
 # ab_build BENCH COMMIT [FEATURES]: builds bench BENCH of scalelock at
 # COMMIT (a detached worktree in /tmp, its own target dir per commit and
 # feature list) and prints the binary's path.
 ab_build() {
   local bench=$1 c=$2 f=${3:-} d=/tmp/ab-$2 t=/tmp/ab-target-$2${3:+-${3//,/-}}
-  [ -d $d ] || git -C "$root" worktree add -q --detach $d $c
+  ab_worktree $c
   (cd $d && CARGO_TARGET_DIR=$t cargo bench -q -p scalelock --bench $bench \
     ${f:+--features $f} --no-run 2>&1 | tail -1 >&2)
   ls -t $t/release/deps/$bench-* | grep -v '\.d$' | head -1

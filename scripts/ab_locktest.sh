@@ -16,7 +16,7 @@ source "$(dirname "$0")/ab_common.sh"
 locks=${LOCKS:-qspinlock,pl-mutex}
 build() { # COMMIT: prints the locktest binary's path
   local d=/tmp/ab-$1 t=/tmp/ab-target-$1-locktest
-  [ -d $d ] || git -C "$root" worktree add -q --detach $d $1
+  ab_worktree $1
   (cd $d && CARGO_TARGET_DIR=$t cargo build -q --release -p locktest 2>&1 | tail -1 >&2)
   echo $t/release/locktest
 }
