@@ -118,15 +118,16 @@ impl HandedOff {
 
 /// A thread's record of the turn it claimed on a lock (see "Turns" in the
 /// module docs): which lock (its address; 0: none), which turn, since when,
-/// and how many writes it has made in it (the clock is read on one in
-/// `qrw_turn_clock_writes`). Lives in `LocalState`; only its thread
-/// touches it.
+/// how many writes it has made in it, and at which of them it reads the
+/// clock next (see [`next_clock_read`]). Lives in `LocalState`; only its
+/// thread touches it.
 #[derive(Debug, Default)]
 pub(crate) struct ClaimedTurn {
     lock: Cell<usize>,
     turn: Cell<u32>,
     since_ns: Cell<u64>,
     writes: Cell<u32>,
+    check_at: Cell<u32>,
 }
 
 impl ClaimedTurn {
@@ -136,6 +137,7 @@ impl ClaimedTurn {
             turn: Cell::new(0),
             since_ns: Cell::new(0),
             writes: Cell::new(0),
+            check_at: Cell::new(0),
         }
     }
 }
@@ -150,6 +152,7 @@ pub(crate) fn claim_turn<P: Platform>(lock: usize, turn: u32) {
         t.turn.set(turn);
         t.since_ns.set(now);
         t.writes.set(0);
+        t.check_at.set(TUNING.qrw_turn_clock_writes);
     });
 }
 
@@ -167,7 +170,7 @@ pub(crate) enum Turn {
 
 /// The common case of [`turn_of`], for a writer's inline path: true if
 /// turn `turn` of the lock at `lock` is the calling thread's and this
-/// write is not one that reads the clock (one in `qrw_turn_clock_writes`),
+/// write is not one that reads the clock (see [`next_clock_read`]),
 /// counting the write; false otherwise, counting nothing (the caller's
 /// slow path then asks `turn_of`).
 #[inline]
@@ -175,10 +178,7 @@ pub(crate) fn count_write_in_turn<P: Platform>(lock: usize, turn: u32) -> bool {
     P::with_local(|l| {
         let t = &l.claimed_turn;
         let writes = t.writes.get().wrapping_add(1);
-        if t.lock.get() != lock
-            || t.turn.get() != turn
-            || writes.is_multiple_of(TUNING.qrw_turn_clock_writes)
-        {
+        if t.lock.get() != lock || t.turn.get() != turn || writes >= t.check_at.get() {
             return false;
         }
         t.writes.set(writes);
@@ -191,7 +191,7 @@ pub(crate) fn count_write_in_turn<P: Platform>(lock: usize, turn: u32) -> bool {
 /// write in it if it is ours.
 #[inline]
 pub(crate) fn turn_of<P: Platform>(lock: usize, turn: u32) -> Turn {
-    let mut since = None;
+    let mut check = None;
     let mine = P::with_local(|l| {
         let t = &l.claimed_turn;
         if t.lock.get() != lock || t.turn.get() != turn {
@@ -199,8 +199,8 @@ pub(crate) fn turn_of<P: Platform>(lock: usize, turn: u32) -> Turn {
         }
         let writes = t.writes.get().wrapping_add(1);
         t.writes.set(writes);
-        if writes % TUNING.qrw_turn_clock_writes == 0 {
-            since = Some((t.since_ns.get(), writes));
+        if writes >= t.check_at.get() {
+            check = Some((t.since_ns.get(), writes));
         }
         true
     })
@@ -208,17 +208,46 @@ pub(crate) fn turn_of<P: Platform>(lock: usize, turn: u32) -> Turn {
     if !mine {
         return Turn::Theirs;
     }
-    // (Where there is no clock, `batch_polls` clock reads bound the turn.)
-    let over = since.is_some_and(|(since, writes)| {
-        writes / TUNING.qrw_turn_clock_writes >= TUNING.batch_polls
-            || P::now_ns().wrapping_sub(since) >= TUNING.qrw_turn_ns
-    });
-    if over {
+    let Some((since, writes)) = check else {
+        return Turn::Ours;
+    };
+    let elapsed = P::now_ns().wrapping_sub(since);
+    // (Where there is no clock, `elapsed` stays 0, the clock reads stay
+    // `qrw_turn_clock_writes` apart, and `batch_polls` of them bound the
+    // turn.)
+    if writes / TUNING.qrw_turn_clock_writes >= TUNING.batch_polls || elapsed >= TUNING.qrw_turn_ns
+    {
         let _ = P::with_local(|l| l.claimed_turn.lock.set(0));
-        Turn::Over
-    } else {
-        Turn::Ours
+        return Turn::Over;
     }
+    let next = writes.saturating_add(next_clock_read(writes, elapsed));
+    let _ = P::with_local(|l| l.claimed_turn.check_at.set(next));
+    Turn::Ours
+}
+
+/// How many writes after this one a turn's holder reads the clock again,
+/// having made `writes` writes in `elapsed_ns` of its turn: half the
+/// writes it would make before the turn ends at the pace so far, between
+/// `qrw_turn_clock_writes` and `qrw_turn_max_clock_writes`. A holder
+/// writing in a tight loop (a few ns a write) then reads the clock (tens
+/// of ns on a VM) a few dozen times a turn instead of once every
+/// `qrw_turn_clock_writes` writes, which cost it 5-6% of its writes; one
+/// whose writes slow down overruns its turn by at most
+/// `qrw_turn_max_clock_writes` of them. (Halving the estimate each time is
+/// the doubling-search bound on the number of reads.)
+#[inline]
+fn next_clock_read(writes: u32, elapsed_ns: u64) -> u32 {
+    let min = TUNING.qrw_turn_clock_writes;
+    if elapsed_ns == 0 {
+        return min;
+    }
+    let left = TUNING.qrw_turn_ns.saturating_sub(elapsed_ns);
+    // At most 2^32 writes times 2^64 / 2^32 ns: u128 keeps it exact.
+    let expected = u128::from(writes) * u128::from(left) / u128::from(elapsed_ns);
+    (expected / 2).clamp(
+        u128::from(min),
+        u128::from(TUNING.qrw_turn_max_clock_writes.max(min)),
+    ) as u32
 }
 
 /// The calling thread reserves the lock at `lock` for its word waiter.

@@ -124,9 +124,13 @@ pub(crate) struct Tuning {
     /// even if that waiter has not come to claim it (a waiter woken onto
     /// the holder's busy CPU can wait a scheduler tick).
     pub qrw_turn_ns: u64,
-    /// A turn's holder reads the clock on one write in this many of its
-    /// turn (or, without a clock, leaves after `batch_polls` such reads).
+    /// A turn's holder reads the clock first at this write of its turn,
+    /// and then at least this many writes apart (or, without a clock, this
+    /// many apart, and leaves after `batch_polls` such reads); see
+    /// `wait::batch::next_clock_read`.
     pub qrw_turn_clock_writes: u32,
+    /// ... and at most this many writes apart, however fast its writes go.
+    pub qrw_turn_max_clock_writes: u32,
 
     // --- percpu_rwlock ---
     /// `Backoff` steps a writer spins on a reader's slot before parking.
@@ -246,6 +250,7 @@ const NATIVE: Tuning = Tuning {
     qrw_optimistic_steps: 4,
     qrw_turn_ns: 1_000_000,
     qrw_turn_clock_writes: 64,
+    qrw_turn_max_clock_writes: 1024,
 
     pc_writer_steps: 11,
     pc_clock_every: 256,
@@ -308,6 +313,7 @@ const LOOM: Tuning = Tuning {
     // Every other write reads the stepped clock; the others take the turn
     // holder's inline path (`try_lock_in_turn`), which the models reach.
     qrw_turn_clock_writes: 2,
+    qrw_turn_max_clock_writes: 2,
 
     // No spinning: the models reach the parking path.
     pc_writer_steps: 0,
