@@ -373,4 +373,29 @@ mod tests {
         assert_eq!(debt.batch_ns(A), full);
         assert_eq!(debt.batch_ns(B), full - late);
     }
+
+    /// A turn's holder spaces its clock reads by its pace: writes far
+    /// faster than the turn read it `qrw_turn_max_clock_writes` apart, slow
+    /// ones `qrw_turn_clock_writes` apart, and the spacing shrinks as the
+    /// turn's end nears; without a clock it stays the shortest.
+    #[test]
+    fn a_turn_holder_reads_the_clock_by_its_pace() {
+        let (min, max) = (
+            TUNING.qrw_turn_clock_writes,
+            TUNING.qrw_turn_max_clock_writes,
+        );
+        let turn = TUNING.qrw_turn_ns;
+        assert!(
+            min < 555 && 555 < max,
+            "the cases below fall between the bounds"
+        );
+        assert_eq!(next_clock_read(min, 0), min, "no clock");
+        // `min` writes in a thousandth of the turn: ~1000 x as many to go.
+        assert_eq!(next_clock_read(min, turn / 1000), max);
+        // 100 writes in half the turn: 100 to go, read again after `min`.
+        assert_eq!(next_clock_read(100, turn / 2), min);
+        // 10 000 writes in 90% of it: 1 111 to go, half of them.
+        assert_eq!(next_clock_read(10_000, turn / 10 * 9), 555);
+        assert_eq!(next_clock_read(10_000, turn), min, "the turn is over");
+    }
 }
