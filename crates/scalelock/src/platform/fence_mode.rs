@@ -14,6 +14,8 @@
 //! under the feet of readers already relying on it.
 
 use crate::sync::atomic::{AtomicU8, Ordering};
+#[cfg(not(loom))]
+use crate::wait::TUNING;
 
 /// Nobody has asked yet.
 const UNKNOWN: u8 = 0;
@@ -83,16 +85,41 @@ impl FenceMode {
         }
         // Another thread is asking the kernel: wait for its answer rather
         // than act on a guess.
+        let mut polls = 0u32;
         loop {
             // Acquire as in `asymmetric`.
             match self.0.load(Ordering::Acquire) {
                 READY => return Some(true),
                 UNAVAILABLE => return Some(false),
                 _ if !wait => return None,
-                _ => crate::sync::spin_wait_hint(),
+                _ => {
+                    polls = polls.saturating_add(1);
+                    wait_for_answer(polls);
+                }
             }
         }
     }
+}
+
+/// One poll of a heavy side waiting for another thread's registration,
+/// which waits for an RCU grace period in the kernel (`membarrier`'s
+/// registration in a multithreaded process took 18-30 ms on a busy 2-CPU
+/// VM): a few relaxes, then sleeps (`fence_answer_spins`,
+/// `fence_answer_sleep_ns`), so the wait does not keep a CPU from the
+/// registering thread and everyone else for that long (a `perf` profile
+/// of 16 threads on 2 CPUs had one thread spinning here for 2.4% of the
+/// run's CPU time).
+#[inline]
+fn wait_for_answer(polls: u32) {
+    #[cfg(not(loom))]
+    if polls > TUNING.fence_answer_spins {
+        std::thread::sleep(core::time::Duration::from_nanos(
+            TUNING.fence_answer_sleep_ns,
+        ));
+        return;
+    }
+    let _ = polls;
+    crate::sync::spin_wait_hint();
 }
 
 /// Loom models: racing first users elect one registration, and its answer
@@ -148,5 +175,51 @@ mod loom_models {
                 "registered more than once"
             );
         });
+    }
+}
+
+#[cfg(all(test, not(loom), feature = "std"))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+
+    fn thread_cpu_ns() -> u64 {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    }
+
+    /// A heavy side that finds another thread's registration in progress
+    /// (which takes milliseconds in the kernel) waits for its answer off
+    /// the CPU: over a 100 ms registration it uses a small part of that in
+    /// CPU time (spinning, it used all of it), and gets the answer.
+    #[test]
+    #[cfg_attr(miri, ignore = "thread CPU time")]
+    fn a_heavy_side_waits_for_a_slow_registration_asleep() {
+        let mode = Arc::new(FenceMode::new());
+        let started = Arc::new(AtomicBool::new(false));
+        let registrar = {
+            let (mode, started) = (mode.clone(), started.clone());
+            std::thread::spawn(move || {
+                mode.asymmetric(|| {
+                    started.store(true, Ordering::Release);
+                    std::thread::sleep(Duration::from_millis(100));
+                    true
+                })
+            })
+        };
+        while !started.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        let cpu = thread_cpu_ns();
+        let answer = mode.asymmetric(|| unreachable!("another thread is registering"));
+        let cpu = thread_cpu_ns() - cpu;
+        assert!(answer, "the waiter got the registrar's answer");
+        assert!(registrar.join().unwrap());
+        assert!(
+            cpu < 30_000_000,
+            "waited 100 ms for the answer using {cpu} ns of CPU"
+        );
     }
 }
