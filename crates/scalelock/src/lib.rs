@@ -37,7 +37,12 @@
 //!
 //! # Features
 //! - `std` (default): the [`platform::StdPlatform`] (futexes,
-//!   `membarrier`, per-thread queue nodes) and [`ReentrantMutex`].
+//!   `membarrier`, per-thread queue nodes) and [`ReentrantMutex`]. On
+//!   Linux the process registers for `membarrier` before `main` (an ELF
+//!   constructor; microseconds while the process has one thread): asked
+//!   first by a lock release in a process that already runs several
+//!   threads, the kernel waits for an RCU grace period, milliseconds during
+//!   which that thread stalls.
 //! - `arc_lock`: lock_api's guards that own an `Arc` of their lock
 //!   (`lock_arc`, `read_arc`, `write_arc`, `upgradable_read_arc` and their
 //!   `try_` forms), as parking_lot's feature of that name. Needs `alloc`

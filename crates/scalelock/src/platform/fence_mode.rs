@@ -69,6 +69,16 @@ impl FenceMode {
         }
     }
 
+    /// The decision, if made (`Some(true)`: asymmetric), without making it.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn decided(&self) -> Option<bool> {
+        match self.0.load(Ordering::Acquire) {
+            READY => Some(true),
+            UNAVAILABLE => Some(false),
+            _ => None,
+        }
+    }
+
     /// Decides if nobody has yet; else waits for the decision if `wait`,
     /// or returns `None`.
     #[cold]

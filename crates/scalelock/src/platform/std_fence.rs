@@ -12,10 +12,11 @@
 //! returned, so the heavy thread's `load A` sees it. This is the
 //! `sys_membarrier` pattern of liburcu and folly's `asymmetricHeavyBarrier`.
 //!
-//! Detected at run time: the first fence asks the kernel to register the
-//! process (once; see `fence_mode.rs` for why the first answer must stick
-//! and nobody may act before it exists); where that fails (old kernel,
-//! seccomp, non-Linux) both sides are `fence(SeqCst)`. Under Miri the model
+//! Detected at run time: at program start (`decide_at_start`), or else the
+//! first fence, asks the kernel to register the process (once; see
+//! `fence_mode.rs` for why the first answer must stick and nobody may act
+//! before it exists); where that fails (old kernel, seccomp, non-Linux)
+//! both sides are `fence(SeqCst)`. Under Miri the model
 //! cannot express membarrier, so both sides are real fences.
 
 use core::sync::atomic::{Ordering, compiler_fence, fence};
@@ -40,6 +41,25 @@ fn register() -> bool {
 #[inline]
 fn asymmetric() -> bool {
     MODE.asymmetric(register)
+}
+
+/// Decides at program start, while the process most likely has one thread:
+/// the kernel then registers it in microseconds. Asked later, in a process
+/// with several threads, it first waits for an RCU grace period
+/// (`synchronize_rcu`), and the thread that asked, the first to release a
+/// lock, stalls that long: the first `QSpinLock` lock+unlock in a process
+/// with 4 busy threads took 8.5-9.8 ms on a 2-CPU VM, against 1-9 µs after
+/// a registration at start. An ELF constructor (`.init_array`, as std's own
+/// argument setup on Linux); in a library loaded with `dlopen` it runs at
+/// the load. Where it does not run, the first fence decides, as before.
+#[cfg(all(target_os = "linux", not(miri)))]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static DECIDE_AT_START: extern "C" fn() = decide_at_start;
+
+#[cfg(all(target_os = "linux", not(miri)))]
+extern "C" fn decide_at_start() {
+    let _ = asymmetric();
 }
 
 /// The fast-path side: a compiler fence when membarrier is registered (a
@@ -81,4 +101,35 @@ pub(super) fn heavy() {
 /// first use); `false` means both sides are `fence(SeqCst)`.
 pub fn asymmetric_fences_active() -> bool {
     asymmetric()
+}
+
+#[cfg(all(test, target_os = "linux", not(miri)))]
+mod tests {
+    use super::*;
+
+    /// Run alone in a child process by `decided_at_program_start`: nothing
+    /// there used a fence before it, so only the constructor can have
+    /// decided.
+    #[test]
+    #[ignore = "run in a child process by decided_at_program_start"]
+    fn child_finds_the_fences_decided() {
+        assert!(MODE.decided().is_some(), "undecided at the first use");
+    }
+
+    /// The process registers for `membarrier` before `main`, not at its
+    /// first lock release (see `DECIDE_AT_START`).
+    #[test]
+    fn decided_at_program_start() {
+        let name = "platform::std_impl::fence::tests::child_finds_the_fences_decided";
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--ignored", "--test-threads=1"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        assert!(
+            stdout.contains("1 passed"),
+            "the child ran no test: {stdout}"
+        );
+    }
 }
