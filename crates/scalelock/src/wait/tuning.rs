@@ -29,8 +29,10 @@ pub(crate) struct Tuning {
     /// once per process) waits for its answer: this many relaxes, then
     /// sleeps of `fence_answer_sleep_ns` (the registration waits for an RCU
     /// grace period: milliseconds on a busy machine).
+    #[cfg_attr(not(all(feature = "std", not(any(loom, shuttle)))), allow(dead_code))]
     pub fence_answer_spins: u32,
     /// See `fence_answer_spins`.
+    #[cfg_attr(not(all(feature = "std", not(any(loom, shuttle)))), allow(dead_code))]
     pub fence_answer_sleep_ns: u64,
 
     // --- Bounded batches (qspinlock and qrwlock word waiters) ---
