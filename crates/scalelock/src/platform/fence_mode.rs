@@ -13,9 +13,9 @@
 //! multithreaded process) can therefore not turn `READY` into `UNAVAILABLE`
 //! under the feet of readers already relying on it.
 
+use crate::platform::DefaultPlatform;
 use crate::sync::atomic::{AtomicU8, Ordering};
-#[cfg(not(loom))]
-use crate::wait::TUNING;
+use crate::wait::Backoff;
 
 /// Nobody has asked yet.
 const UNKNOWN: u8 = 0;
@@ -94,42 +94,23 @@ impl FenceMode {
             return Some(answer == READY);
         }
         // Another thread is asking the kernel: wait for its answer rather
-        // than act on a guess.
-        let mut polls = 0u32;
+        // than act on a guess. The registration waits for an RCU grace period in the kernel
+        // (milliseconds in a multithreaded process, 18-30 ms measured on a
+        // busy 2-CPU VM): `Backoff` soon sleeps between polls, so the wait
+        // does not keep a CPU from the registering thread and everyone
+        // else that long (a `perf` profile of 16 threads on 2 CPUs had one
+        // thread spinning here for 2.4% of the run's CPU time).
+        let mut backoff = Backoff::new();
         loop {
             // Acquire as in `asymmetric`.
             match self.0.load(Ordering::Acquire) {
                 READY => return Some(true),
                 UNAVAILABLE => return Some(false),
                 _ if !wait => return None,
-                _ => {
-                    polls = polls.saturating_add(1);
-                    wait_for_answer(polls);
-                }
+                _ => backoff.snooze::<DefaultPlatform>(),
             }
         }
     }
-}
-
-/// One poll of a heavy side waiting for another thread's registration,
-/// which waits for an RCU grace period in the kernel (`membarrier`'s
-/// registration in a multithreaded process took 18-30 ms on a busy 2-CPU
-/// VM): a few relaxes, then sleeps (`fence_answer_spins`,
-/// `fence_answer_sleep_ns`), so the wait does not keep a CPU from the
-/// registering thread and everyone else for that long (a `perf` profile
-/// of 16 threads on 2 CPUs had one thread spinning here for 2.4% of the
-/// run's CPU time).
-#[inline]
-fn wait_for_answer(polls: u32) {
-    #[cfg(not(loom))]
-    if polls > TUNING.fence_answer_spins {
-        std::thread::sleep(core::time::Duration::from_nanos(
-            TUNING.fence_answer_sleep_ns,
-        ));
-        return;
-    }
-    let _ = polls;
-    crate::sync::spin_wait_hint();
 }
 
 /// Loom models: racing first users elect one registration, and its answer

@@ -24,16 +24,6 @@ pub(crate) struct Tuning {
     /// A `yield_now` that took at least this long ran another thread
     /// (`SpinThenYield`); a bare `sched_yield` takes under a microsecond.
     pub yield_ran_ns: u64,
-    /// A heavy fence that finds another thread registering for
-    /// `membarrier` (the std platform's first asymmetric fence, decided
-    /// once per process) waits for its answer: this many relaxes, then
-    /// sleeps of `fence_answer_sleep_ns` (the registration waits for an RCU
-    /// grace period: milliseconds on a busy machine).
-    #[cfg_attr(not(all(feature = "std", not(any(loom, shuttle)))), allow(dead_code))]
-    pub fence_answer_spins: u32,
-    /// See `fence_answer_spins`.
-    #[cfg_attr(not(all(feature = "std", not(any(loom, shuttle)))), allow(dead_code))]
-    pub fence_answer_sleep_ns: u64,
 
     // --- Bounded batches (qspinlock and qrwlock word waiters) ---
     /// How long the word waiter lets the running threads keep a queued
@@ -229,8 +219,6 @@ const NATIVE: Tuning = Tuning {
     backoff_sleep_after: 10,
     backoff_sleep_ns: 20_000,
     yield_ran_ns: 5_000,
-    fence_answer_spins: 100,
-    fence_answer_sleep_ns: 100_000,
 
     batch_ns: 1_000_000,
     batch_polls: 1 << 12,
@@ -292,9 +280,6 @@ const LOOM: Tuning = Tuning {
     backoff_sleep_after: 1,
     backoff_sleep_ns: 0,
     yield_ran_ns: 5_000,
-    // Every poll is a scheduling point; a model never sleeps.
-    fence_answer_spins: u32::MAX,
-    fence_answer_sleep_ns: 0,
 
     batch_ns: 1_000_000,
     batch_polls: 3,
