@@ -97,8 +97,9 @@ pub(super) fn heavy() {
     }
 }
 
-/// Whether the std platform uses membarrier asymmetric fences (registered on
-/// first use); `false` means both sides are `fence(SeqCst)`.
+/// Whether the std platform uses membarrier asymmetric fences (on Linux
+/// the process registers before `main`; elsewhere, or where that did not
+/// run, on first use); `false` means both sides are `fence(SeqCst)`.
 pub fn asymmetric_fences_active() -> bool {
     asymmetric()
 }
