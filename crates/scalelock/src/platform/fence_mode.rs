@@ -70,7 +70,7 @@ impl FenceMode {
     }
 
     /// The decision, if made (`Some(true)`: asymmetric), without making it.
-    #[cfg(all(test, not(loom)))]
+    #[cfg(all(test, not(loom), not(miri)))]
     pub(crate) fn decided(&self) -> Option<bool> {
         match self.0.load(Ordering::Acquire) {
             READY => Some(true),
