@@ -48,7 +48,7 @@ impl core::fmt::Display for LockKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "stats", derive(serde::Serialize, serde::Deserialize))]
 pub enum Access {
-    /// Exclusively: a mutex, an rwlock's write side, an upgradable read.
+    /// Exclusively: a mutex, an rwlock's write side.
     Write,
     /// Shared, and queued behind a waiting writer (fair rwlocks:
     /// [`QRwLock`](crate::QRwLock), [`PerCpuRwLock`](crate::PerCpuRwLock)):
@@ -58,13 +58,22 @@ pub enum Access {
     /// Shared, and never queued behind a waiting writer: only a writer that
     /// holds the lock blocks it (a reader-preferring rwlock).
     RecursiveRead,
+    /// An upgradable read ([`QRwLock`](crate::QRwLock),
+    /// [`PerCpuRwLock`](crate::PerCpuRwLock)): excludes writers and other
+    /// upgradable reads, not plain readers, and may become a write.
+    /// Statistics count it as a write. Lockdep lets its holder read the
+    /// same lock (no writer can queue ahead of that read: the upgradable
+    /// reader holds the queue), but reports an upgrade while the thread
+    /// also reads the lock (the upgrade waits for every reader).
+    Upgradable,
 }
 
 impl Access {
-    /// Whether this is a shared (read) acquisition.
+    /// Whether this is a shared (read) acquisition (an upgradable read is
+    /// not: it excludes the other upgradable reads and writers).
     #[inline]
     pub const fn is_read(self) -> bool {
-        !matches!(self, Access::Write)
+        matches!(self, Access::Read | Access::RecursiveRead)
     }
 
     /// A short word for tables and reports.
@@ -73,6 +82,7 @@ impl Access {
             Access::Write => "write",
             Access::Read => "read",
             Access::RecursiveRead => "recursive read",
+            Access::Upgradable => "upgradable read",
         }
     }
 }

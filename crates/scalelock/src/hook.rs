@@ -279,6 +279,7 @@ const fn access_bits(access: Access) -> u64 {
         Access::Write => 0,
         Access::Read => 1,
         Access::RecursiveRead => 2,
+        Access::Upgradable => 3,
     }
 }
 
@@ -322,7 +323,8 @@ impl Held {
         match (self.meta >> 40) as u8 {
             0 => Access::Write,
             1 => Access::Read,
-            _ => Access::RecursiveRead,
+            2 => Access::RecursiveRead,
+            _ => Access::Upgradable,
         }
     }
 }
@@ -349,6 +351,41 @@ impl Held {
                 ..Held::unsampled(class, HELD_STATS, access)
             },
         }
+    }
+
+    /// An upgradable read ([`Access::Upgradable`]) of the lock at address
+    /// `instance` is about to wait to become a write (an untimed upgrade;
+    /// call it before waiting): lockdep checks the upgrade as a write
+    /// taken now (a read of that lock this thread holds would never let
+    /// it through) and counts the hold as a write from then on. A report
+    /// that panics (no report handler) calls `give_up` first, which must
+    /// release the upgradable read: the panic unwinds out of the upgrade,
+    /// and nobody else would.
+    #[inline]
+    pub fn upgrading(&self, instance: usize, give_up: impl FnOnce()) {
+        #[cfg(feature = "lockdep")]
+        if self.flags() & HELD_LOCKDEP != 0 {
+            if crate::lockdep::is_enabled() {
+                crate::lockdep::upgrading(self.class(), instance, give_up);
+            } else {
+                crate::lockdep::upgraded(self.class(), instance);
+            }
+        }
+        #[cfg(not(feature = "lockdep"))]
+        let _ = (instance, give_up);
+    }
+
+    /// An upgradable read of the lock at address `instance` became a write
+    /// without waiting (a try or timed upgrade that succeeded): lockdep
+    /// counts the hold as a write from now on.
+    #[inline]
+    pub fn upgraded(&self, instance: usize) {
+        #[cfg(feature = "lockdep")]
+        if self.flags() & HELD_LOCKDEP != 0 {
+            crate::lockdep::upgraded(self.class(), instance);
+        }
+        #[cfg(not(feature = "lockdep"))]
+        let _ = instance;
     }
 
     /// The lock at address `instance` was released (call it right after

@@ -306,7 +306,8 @@ fn since_stamp(state: u64, now_ns: u64) -> i64 {
 /// features the class is zero-sized; with them the lock is 32 bytes and the
 /// tokens carry the hooks' [`Held`]. Reads are recursive reads to lockdep
 /// (a read of a lock the thread already read-holds never waits); an
-/// upgradable read counts as a write.
+/// upgradable read is [`Access::Upgradable`] (a write to statistics; its
+/// holder may read the lock, but not upgrade while it does).
 ///
 /// Timed operations need a platform with a clock
 /// ([`TimedPlatform`](crate::platform::TimedPlatform)); a timed write that
@@ -1621,12 +1622,13 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawPerCpuRwLock<P> {
 // everything a write lock holds. Forgetting the guard leaves the underlying upgradable read held.
 unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
     /// What statistics and lockdep remember of the hold (an upgradable
-    /// read is a write to them; zero-sized without the features).
+    /// read counts as a write to statistics; zero-sized without the
+    /// features).
     type UpgradableGuard = Held;
 
     fn lock_upgradable(&self) -> Held {
         self.ensure_id();
-        let mut p = self.start(Access::Write);
+        let mut p = self.start(Access::Upgradable);
         if hook::COMPILED {
             self.inner
                 .lock_upgradable_hooked(|| p.contended(), self.events(Access::Write));
@@ -1641,7 +1643,7 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
         self.ensure_id();
         self.inner
             .try_lock_upgradable()
-            .map(|_| self.try_acquired(Access::Write))
+            .map(|_| self.try_acquired(Access::Upgradable))
     }
 
     unsafe fn unlock_upgradable(&self, guard: Held) {
@@ -1657,7 +1659,16 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
         // readers still run would let one of them re-enable the bias after
         // our scan (a slow reader may set FAST once the inhibition window
         // is over), and fast readers would then share our write.
-        // (The core's `upgrade`, with our events.)
+        // (The core's `upgrade`, with our events.) Lockdep first: a read
+        // of ours would keep the upgrade waiting for ever. A report that
+        // panics gives the upgradable read back first.
+        // SAFETY (the closure): called at most once, instead of the
+        // upgrade, just before the panic unwinds out of it; we hold the
+        // upgradable read (caller's contract) and lock_api's guard no
+        // longer owns it.
+        guard.upgrading(self.addr(), || unsafe {
+            self.inner.unlock_upgradable(PhantomData)
+        });
         // SAFETY: the guard came from `lock_upgradable` (caller's contract).
         let upgraded = unsafe {
             self.inner
@@ -1684,6 +1695,7 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
         if self.try_revoke() {
             // SAFETY: the guard is the upgradable read's, now a write.
             unsafe { self.inner.finish_upgrade(PhantomData) };
+            guard.upgraded(self.addr());
             // A try leaves the mode as it found it.
             return Ok(PerCpuWriteToken {
                 next: before,

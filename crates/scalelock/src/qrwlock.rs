@@ -1228,10 +1228,11 @@ unsafe impl<P: Platform> RawRwLockUpgrade for QRwCore<P> {
 /// ([`Held`]) carries what the release must record. Reads are counted and
 /// checked as [`Access::Read`] (fair: a read queues behind a waiting
 /// writer, so lockdep reports a thread's second read); upgradable reads as
-/// writes (they exclude writers and each other). So lockdep also reports a
-/// read taken while the same thread holds an upgradable read of the lock,
-/// which this lock itself would let through (no writer can be waiting
-/// then).
+/// [`Access::Upgradable`]: statistics count them as writes (they exclude
+/// writers and each other), lockdep lets their holder read the lock (no
+/// writer can be waiting then: the upgradable reader holds the queue) and
+/// reports an upgrade while the thread also reads it (the upgrade would
+/// wait for that read).
 ///
 /// Timed acquisitions (`try_read_for`, `try_write_until`,
 /// `try_upgradable_read_for`, `try_upgrade_for`, ...) need a platform with
@@ -1446,14 +1447,14 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawQRwLock<P> {
     }
 }
 
-// SAFETY: the core's upgradable reads; the hold keeps its `Held` (a write,
-// for lockdep and statistics) through an upgrade.
+// SAFETY: the core's upgradable reads; the hold keeps its `Held` through an
+// upgrade (lockdep's entry becomes a write).
 unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
     /// As `SharedGuard`.
     type UpgradableGuard = Held;
 
     fn lock_upgradable(&self) -> Held {
-        let mut p = self.start(Access::Write);
+        let mut p = self.start(Access::Upgradable);
         // Without the hooks, the core's own (empty) callback: the same code
         // as the core's, no reference to `p` passed into the slow path.
         if hook::COMPILED {
@@ -1469,7 +1470,7 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
     fn try_lock_upgradable(&self) -> Option<Held> {
         self.core
             .try_lock_upgradable()
-            .map(|_| self.try_acquired(Access::Write))
+            .map(|_| self.try_acquired(Access::Upgradable))
     }
 
     unsafe fn unlock_upgradable(&self, guard: Held) {
@@ -1480,6 +1481,15 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
     }
 
     unsafe fn upgrade(&self, guard: Held) -> Held {
+        // Lockdep first: a read of ours would keep the upgrade waiting for
+        // ever. A report that panics gives the upgradable read back first.
+        // SAFETY (the closure): called at most once, instead of the
+        // upgrade, just before the panic unwinds out of it; we hold the
+        // upgradable read (caller's contract) and lock_api's guard no
+        // longer owns it.
+        guard.upgrading(self.addr(), || unsafe {
+            self.core.unlock_upgradable(PhantomData)
+        });
         // The core's `upgrade`, with our events.
         // SAFETY: we hold an upgradable read (caller's contract).
         let upgraded = unsafe {
@@ -1493,7 +1503,10 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
     unsafe fn try_upgrade(&self, guard: Held) -> Result<Held, Held> {
         // SAFETY: we hold an upgradable read (caller's contract).
         match unsafe { self.core.try_upgrade(PhantomData) } {
-            Ok(_) => Ok(guard),
+            Ok(_) => {
+                guard.upgraded(self.addr());
+                Ok(guard)
+            }
             Err(_) => Err(guard),
         }
     }

@@ -11,9 +11,11 @@
 //!
 //! Also reported: taking a lock this thread already holds in a mode that
 //! blocks it ([`ReportKind::Recursion`]): a mutex or write lock twice, a
-//! write after a read or a read after a write of one rwlock, and a second
-//! fair read ([`Access::Read`]: QRwLock and PerCpuRwLock readers queue
-//! behind a waiting writer, which waits for the first read).
+//! write after a read or a read after a write of one rwlock, a second
+//! fair read ([`Access::Read`]: QRwLock readers queue behind a waiting
+//! writer, which waits for the first read), an upgradable read after a
+//! read, and an upgrade while the thread also reads the lock (the upgrade
+//! waits for every reader).
 //!
 //! # Rules (what is and is not reported)
 //! - **Try-locks** never wait, so they add no dependency *into* the lock
@@ -24,6 +26,13 @@
 //!   a [recursive read](Access::RecursiveRead) is blocked only by a writer
 //!   holding the lock. A cycle is reported only if every thread in it can
 //!   really block the next (see the graph's source for the edge types).
+//! - **Upgradable reads** ([`Access::Upgradable`]) exclude writers and each
+//!   other, not readers: their holder may read the lock, and another
+//!   thread's read is not blocked by them (no writer can queue ahead of a
+//!   reader while the upgradable reader holds the queue). An untimed
+//!   upgrade is checked as a write taken at that moment (a report that
+//!   panics gives the upgradable read back first, so nothing stays held);
+//!   after any upgrade the hold counts as a write.
 //! - **SeqLock reads** are not checked: they never wait for anything that
 //!   can block (a writer keeps the sequence odd only while it stores).
 //! - **Type classes** (locks without a class of their own) merge unrelated
@@ -50,7 +59,7 @@ use std::string::String;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::vec::Vec;
 
-use self::graph::{Graph, Origin, edge_type};
+use self::graph::{Graph, Origin, blocks_itself, edge_type};
 pub use self::report::{Dependency, LockDesc, Report, ReportKind};
 pub use crate::class::Access;
 use crate::class::{ClassId, registry};
@@ -76,10 +85,18 @@ pub fn set_report_handler(handler: Option<fn(&Report)>) {
 }
 
 fn report(r: &Report) {
+    report_or(r, || {});
+}
+
+/// Reports `r` to the handler, or runs `before_panic` and panics.
+fn report_or(r: &Report, before_panic: impl FnOnce()) {
     let handler = *HANDLER.read().unwrap_or_else(PoisonError::into_inner);
     match handler {
         Some(h) => h(r),
-        None => panic!("{r}"),
+        None => {
+            before_panic();
+            panic!("{r}")
+        }
     }
 }
 
@@ -96,7 +113,7 @@ struct ThreadState {
     held: Vec<HeldLock>,
     /// Edges (from, to, type) this thread knows are in the graph: the graph
     /// only grows, so they need not be looked up under its mutex again.
-    known: std::collections::HashSet<(u32, u32, u8)>,
+    known: std::collections::HashSet<(u32, u32, u16)>,
 }
 
 std::thread_local! {
@@ -167,25 +184,42 @@ fn check_thread(
     instance: usize,
     access: Access,
 ) -> Option<Report> {
-    // Recursion: the same lock, held in a mode that blocks this one.
-    if let Some(i) = t
-        .held
-        .iter()
-        .rposition(|h| h.instance == instance && h.class.index == class.index)
-    {
-        let h = t.held[i];
-        let blocks = h.access == Access::Write || access != Access::RecursiveRead;
-        if blocks {
-            return Some(Report {
-                kind: report::ReportKind::Recursion,
-                thread: thread_name(),
-                held: held_desc(&t.held),
-                conflict: i,
-                acquiring: desc(class, instance, access, false),
-                existing: Vec::new(),
-            });
-        }
-    }
+    recursion(t, class, instance, access, None).or_else(|| dependencies(t, class, instance, access))
+}
+
+/// A hold of the same lock (but entry `except`) in a mode that blocks this
+/// acquisition (`graph::blocks_itself`): the innermost such hold.
+fn recursion(
+    t: &ThreadState,
+    class: ClassId,
+    instance: usize,
+    access: Access,
+    except: Option<usize>,
+) -> Option<Report> {
+    let i = t.held.iter().enumerate().rposition(|(i, h)| {
+        Some(i) != except
+            && h.instance == instance
+            && h.class.index == class.index
+            && blocks_itself(h.access, access)
+    })?;
+    Some(Report {
+        kind: report::ReportKind::Recursion,
+        thread: thread_name(),
+        held: held_desc(&t.held),
+        conflict: i,
+        acquiring: desc(class, instance, access, false),
+        existing: Vec::new(),
+    })
+}
+
+/// Records the new order dependencies of taking `class` with what the
+/// thread holds; a report if one closes a cycle.
+fn dependencies(
+    t: &mut ThreadState,
+    class: ClassId,
+    instance: usize,
+    access: Access,
+) -> Option<Report> {
     if !class.ordered {
         return None;
     }
@@ -221,7 +255,7 @@ fn add_dependency(
     class: ClassId,
     instance: usize,
     access: Access,
-    ty: u8,
+    ty: u16,
 ) -> Option<Report> {
     let h = t.held[i];
     let (from, to) = (h.class.index, class.index);
@@ -275,6 +309,46 @@ fn add_dependency(
         }
     });
     found
+}
+
+/// An upgradable read of the lock at `instance` is about to wait to become
+/// a write: it waits for the lock's readers, so a read of it that this
+/// thread also holds is reported (recursion), and so are new dependencies
+/// from the locks the thread took after the upgradable read (a reader of
+/// this lock may wait for one of them). Then the entry counts as a write.
+/// A report that panics first calls `give_up` (which releases the
+/// upgradable read) and pops the entry: like an acquisition reported
+/// before it waits, the upgrade leaves nothing held.
+pub(crate) fn upgrading(class: u32, instance: usize, give_up: impl FnOnce()) {
+    let found = with_thread(|t| {
+        let u = t.held.iter().rposition(|h| {
+            h.instance == instance && h.class.index == class && h.access == Access::Upgradable
+        })?;
+        let id = t.held[u].class;
+        let found = recursion(t, id, instance, Access::Write, Some(u))
+            .or_else(|| dependencies(t, id, instance, Access::Write));
+        t.held[u].access = Access::Write;
+        found
+    })
+    .flatten();
+    if let Some(r) = found {
+        report_or(&r, || {
+            give_up();
+            release(class, instance);
+        });
+    }
+}
+
+/// An upgradable read of the lock at `instance` became a write without
+/// waiting (a try or timed upgrade): the entry counts as a write.
+pub(crate) fn upgraded(class: u32, instance: usize) {
+    with_thread(|t| {
+        if let Some(h) = t.held.iter_mut().rev().find(|h| {
+            h.instance == instance && h.class.index == class && h.access == Access::Upgradable
+        }) {
+            h.access = Access::Write;
+        }
+    });
 }
 
 /// Pushes an acquired lock on this thread's held stack; false if the

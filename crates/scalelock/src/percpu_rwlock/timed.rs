@@ -125,10 +125,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
     }
 
-    /// A timed upgradable read (a write to the hooks).
+    /// A timed upgradable read.
     fn upgradable_timed(&self, deadline: Deadline) -> Option<Held> {
         self.ensure_id();
-        let mut p = self.start_timed(Access::Write);
+        let mut p = self.start_timed(Access::Upgradable);
         if self
             .inner
             .lock_upgradable_until(|| p.contended(), deadline, self.events(Access::Write))
@@ -163,6 +163,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             Some(next) => {
                 // SAFETY: the upgradable read's, now a write.
                 unsafe { self.inner.finish_upgrade(PhantomData) };
+                guard.upgraded(self.addr());
                 Ok(PerCpuWriteToken { next, held: guard })
             }
             None => {

@@ -182,9 +182,9 @@ impl<P: Platform> RawQRwLock<P> {
         timed_end(p, acquired)
     }
 
-    /// As `read_timed`, for an upgradable read (a write to the hooks).
+    /// As `read_timed`, for an upgradable read.
     fn upgradable_timed(&self, deadline: Deadline) -> Option<Held> {
-        let mut p = self.start_timed(Access::Write);
+        let mut p = self.start_timed(Access::Upgradable);
         let acquired =
             self.core
                 .lock_upgradable_until(|| p.contended(), deadline, self.events(Access::Write));
@@ -249,6 +249,7 @@ unsafe impl<P: TimedPlatform> RawRwLockUpgradeTimed for RawQRwLock<P> {
             self.core
                 .upgrade_until(Deadline::after::<P>(timeout), self.events(Access::Write))
         } {
+            guard.upgraded(self.addr());
             Ok(guard)
         } else {
             Err(guard)
@@ -262,6 +263,7 @@ unsafe impl<P: TimedPlatform> RawRwLockUpgradeTimed for RawQRwLock<P> {
             self.core
                 .upgrade_until(deadline, self.events(Access::Write))
         } {
+            guard.upgraded(self.addr());
             Ok(guard)
         } else {
             Err(guard)

@@ -1,0 +1,278 @@
+//! Lockdep and upgradable reads (`Access::Upgradable`): the holder of an
+//! upgradable read may read the same lock (no writer can queue ahead of
+//! that read: the upgradable reader holds the queue), but an upgrade while
+//! it also reads waits for its own read, and a read before an upgradable
+//! read can wait behind a writer that waits for it. Both locks that have
+//! upgradable reads, `QRwLock` and `PerCpuRwLock`.
+//! Run: `cargo test -p scalelock --features lockdep --test lockdep_upgradable`
+#![cfg(feature = "lockdep")]
+
+mod hook_lock;
+
+use std::sync::Arc;
+
+use hook_lock::on_thread;
+use lock_api::RawRwLockUpgrade as RwLockUpgradeRaw;
+use lock_api::{RwLock, RwLockUpgradableReadGuard};
+use scalelock::lockdep;
+use scalelock::{ClassRef, LockClass, QSpinLock, RawPerCpuRwLock, RawQRwLock, RawQSpinLock};
+
+/// The upgradable-read scenarios, for any rwlock `R` with upgradable reads.
+mod scenarios {
+    use super::*;
+
+    /// Reading a lock while holding its upgradable read is fine, in
+    /// either order of release; an upgrade after the read is released is
+    /// fine too.
+    pub fn read_under_upgradable_passes<R: RwLockUpgradeRaw + Send + Sync + 'static>(
+        l: Arc<RwLock<R, u32>>,
+    ) {
+        let r = on_thread("upgradable-then-read", move || {
+            let u = l.upgradable_read();
+            let r = l.read();
+            assert_eq!(*r + *u, 0);
+            assert_eq!(lockdep::held_count(), 2);
+            drop(r);
+            let mut w = RwLockUpgradableReadGuard::upgrade(u);
+            *w += 1;
+            assert_eq!(lockdep::held_count(), 1);
+            drop(w);
+            let u = l.upgradable_read();
+            let r = l.read();
+            drop(u);
+            assert_eq!(*r, 1);
+            drop(r);
+            assert_eq!(lockdep::held_count(), 0);
+        });
+        assert_eq!(r, None, "a read under an upgradable read never waits");
+    }
+
+    /// Upgrading while this thread also reads the lock: the upgrade would
+    /// wait for that read for ever. Reported before it waits.
+    pub fn upgrade_while_reading_is_reported<R: RwLockUpgradeRaw + Send + Sync + 'static>(
+        l: Arc<RwLock<R, u32>>,
+    ) {
+        let l2 = l.clone();
+        let r = on_thread("upgrade-while-reading", move || {
+            let u = l2.upgradable_read();
+            let _r = l2.read();
+            let _w = RwLockUpgradableReadGuard::upgrade(u); // waits for _r
+            unreachable!("lockdep must report the upgrade");
+        })
+        .expect("an upgrade while reading must be reported");
+        assert!(r.contains("possible recursive locking"), "{r}");
+        assert!(r.contains("is taking"), "{r}");
+        assert!(r.contains("(write,"), "{r}");
+        assert!(
+            r.contains("this thread's own read included: it would wait for itself"),
+            "{r}"
+        );
+        // Reported before waiting: nothing stayed locked.
+        assert!(l.try_write().is_some());
+    }
+
+    /// After an upgrade the hold is a write: a read of the lock is a
+    /// recursion.
+    pub fn read_after_upgrade_is_reported<R: RwLockUpgradeRaw + Send + Sync + 'static>(
+        l: Arc<RwLock<R, u32>>,
+    ) {
+        let r = on_thread("read-after-upgrade", move || {
+            let u = l.upgradable_read();
+            let _w = RwLockUpgradableReadGuard::upgrade(u);
+            let _r = l.read(); // the write is ours
+            unreachable!("lockdep must report the read");
+        })
+        .expect("a read of an upgraded lock must be reported");
+        assert!(r.contains("possible recursive locking"), "{r}");
+        assert!(r.contains("the lock is not recursive"), "{r}");
+    }
+
+    /// A try-upgrade that succeeds also turns the hold into a write.
+    pub fn read_after_try_upgrade_is_reported<R: RwLockUpgradeRaw + Send + Sync + 'static>(
+        l: Arc<RwLock<R, u32>>,
+    ) {
+        let r = on_thread("read-after-try-upgrade", move || {
+            let u = l.upgradable_read();
+            let Ok(_w) = RwLockUpgradableReadGuard::try_upgrade(u) else {
+                panic!("nobody else reads");
+            };
+            let _r = l.read();
+            unreachable!("lockdep must report the read");
+        })
+        .expect("a read of an upgraded lock must be reported");
+        assert!(r.contains("the lock is not recursive"), "{r}");
+    }
+
+    /// A read first, then an upgradable read of the same lock: a writer
+    /// that queued in between holds the queue the upgradable read needs and
+    /// waits for the read.
+    pub fn upgradable_after_read_is_reported<R: RwLockUpgradeRaw + Send + Sync + 'static>(
+        l: Arc<RwLock<R, u32>>,
+    ) {
+        let r = on_thread("upgradable-after-read", move || {
+            let _r = l.read();
+            let _u = l.upgradable_read();
+            unreachable!("lockdep must report the upgradable read");
+        })
+        .expect("an upgradable read after a read must be reported");
+        assert!(r.contains("(upgradable read,"), "{r}");
+        assert!(
+            r.contains("an upgradable read queues behind any writer"),
+            "{r}"
+        );
+    }
+}
+
+fn qrw(class: &'static LockClass) -> Arc<RwLock<RawQRwLock, u32>> {
+    Arc::new(RwLock::from_raw(
+        RawQRwLock::with_class(ClassRef::of(class)),
+        0,
+    ))
+}
+
+fn percpu(class: &'static LockClass) -> Arc<RwLock<RawPerCpuRwLock, u32>> {
+    Arc::new(RwLock::from_raw(
+        RawPerCpuRwLock::with_class(ClassRef::of(class)),
+        0,
+    ))
+}
+
+#[test]
+fn qrwlock_read_under_upgradable_passes() {
+    static C: LockClass = LockClass::new("upg-qrw-pass");
+    scenarios::read_under_upgradable_passes(qrw(&C));
+}
+
+#[test]
+fn percpu_read_under_upgradable_passes() {
+    static C: LockClass = LockClass::new("upg-percpu-pass");
+    scenarios::read_under_upgradable_passes(percpu(&C));
+}
+
+#[test]
+fn qrwlock_upgrade_while_reading_is_reported() {
+    static C: LockClass = LockClass::new("upg-qrw-upgrade");
+    scenarios::upgrade_while_reading_is_reported(qrw(&C));
+}
+
+#[test]
+fn percpu_upgrade_while_reading_is_reported() {
+    static C: LockClass = LockClass::new("upg-percpu-upgrade");
+    scenarios::upgrade_while_reading_is_reported(percpu(&C));
+}
+
+#[test]
+fn qrwlock_read_after_upgrade_is_reported() {
+    static C: LockClass = LockClass::new("upg-qrw-after");
+    scenarios::read_after_upgrade_is_reported(qrw(&C));
+}
+
+#[test]
+fn percpu_read_after_upgrade_is_reported() {
+    static C: LockClass = LockClass::new("upg-percpu-after");
+    scenarios::read_after_upgrade_is_reported(percpu(&C));
+}
+
+#[test]
+fn qrwlock_read_after_try_upgrade_is_reported() {
+    static C: LockClass = LockClass::new("upg-qrw-try");
+    scenarios::read_after_try_upgrade_is_reported(qrw(&C));
+}
+
+#[test]
+fn percpu_read_after_try_upgrade_is_reported() {
+    static C: LockClass = LockClass::new("upg-percpu-try");
+    scenarios::read_after_try_upgrade_is_reported(percpu(&C));
+}
+
+#[test]
+fn qrwlock_upgradable_after_read_is_reported() {
+    static C: LockClass = LockClass::new("upg-qrw-read-first");
+    scenarios::upgradable_after_read_is_reported(qrw(&C));
+}
+
+#[test]
+fn percpu_upgradable_after_read_is_reported() {
+    static C: LockClass = LockClass::new("upg-percpu-read-first");
+    scenarios::upgradable_after_read_is_reported(percpu(&C));
+}
+
+/// Across two classes: T1 holds an upgradable read of A and takes B; T2
+/// holds B and reads A. No deadlock (T2's read of A is never blocked by an
+/// upgradable reader), so no report; T2 taking A's upgradable read (or
+/// write) instead would wait for T1, which waits for B: reported.
+#[test]
+fn qrwlock_read_against_an_upgradable_holder_is_no_cycle() {
+    static A: LockClass = LockClass::new("upg-cycle-A");
+    static B: LockClass = LockClass::new("upg-cycle-B");
+    let la = qrw(&A);
+    static LB: QSpinLock<u32> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&B)), 0);
+
+    let a = la.clone();
+    let first = on_thread("upg-cycle-first", move || {
+        let _u = a.upgradable_read();
+        let _b = LB.lock();
+    });
+    assert_eq!(first, None);
+    let a = la.clone();
+    let second = on_thread("upg-cycle-read", move || {
+        let _b = LB.lock();
+        let _r = a.read();
+    });
+    assert_eq!(
+        second, None,
+        "a fair read is not blocked by an upgradable read"
+    );
+    let a = la.clone();
+    let third = on_thread("upg-cycle-upgradable", move || {
+        let _b = LB.lock();
+        let _u = a.upgradable_read(); // T1 may hold it, waiting for B
+        unreachable!("lockdep must report B -> A against A -> B");
+    })
+    .expect("an upgradable read against an upgradable holder must be reported");
+    assert!(
+        third.contains("possible circular locking dependency"),
+        "{third}"
+    );
+    assert!(
+        third.contains(
+            "\"upg-cycle-A\" (upgradable read) -> \"upg-cycle-B\" (write): first on thread 'upg-cycle-first'"
+        ),
+        "{third}"
+    );
+}
+
+/// An upgrade waits for the lock's readers: a lock the upgrader took after
+/// its upgradable read, which a reader of the lock may be waiting for,
+/// closes a cycle. T2 reads A and takes B; T1 holds A's upgradable read,
+/// takes B, and upgrades A: reported at the upgrade.
+#[test]
+fn qrwlock_upgrade_that_waits_for_a_reader_of_a_held_lock_is_reported() {
+    static A: LockClass = LockClass::new("upg-wait-A");
+    static B: LockClass = LockClass::new("upg-wait-B");
+    let la = qrw(&A);
+    static LB: QSpinLock<u32> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&B)), 0);
+
+    let a = la.clone();
+    let reader = on_thread("upg-wait-reader", move || {
+        let _r = a.read();
+        let _b = LB.lock();
+    });
+    assert_eq!(reader, None);
+    let a = la.clone();
+    let upgrader = on_thread("upg-wait-upgrader", move || {
+        let u = a.upgradable_read();
+        let _b = LB.lock(); // fine so far: A (upgradable) -> B
+        let _w = RwLockUpgradableReadGuard::upgrade(u); // waits for A's readers
+        unreachable!("lockdep must report B -> A (write) against A (read) -> B");
+    })
+    .expect("the upgrade must be reported");
+    assert!(
+        upgrader.contains("possible circular locking dependency"),
+        "{upgrader}"
+    );
+    assert!(
+        upgrader.contains("\"upg-wait-A\" (read) -> \"upg-wait-B\" (write)"),
+        "{upgrader}"
+    );
+}
