@@ -341,12 +341,27 @@ pub type PerCpuRwLockUpgradableReadGuard<'a, T> =
 /// Constructs a [`PerCpuRwLock`] bound to a user-declared [`ReaderTable`].
 pub trait PerCpuRwLockExt<T> {
     /// A lock holding `value` whose readers use slots of `table`.
+    ///
+    /// # Panics
+    /// As [`RawPerCpuRwLock::with_table`].
     fn with_table(table: &'static ReaderTable, value: T) -> Self;
+
+    /// A lock holding `value` whose readers use slots of `table`, in lock
+    /// class `class` (statistics and lockdep; see
+    /// [`LockClass`](crate::LockClass)).
+    ///
+    /// # Panics
+    /// As [`RawPerCpuRwLock::with_table`].
+    fn with_table_and_class(table: &'static ReaderTable, class: ClassRef, value: T) -> Self;
 }
 
 impl<T, P: Platform> PerCpuRwLockExt<T> for lock_api::RwLock<RawPerCpuRwLock<P>, T> {
     fn with_table(table: &'static ReaderTable, value: T) -> Self {
         lock_api::RwLock::from_raw(RawPerCpuRwLock::with_table(table), value)
+    }
+
+    fn with_table_and_class(table: &'static ReaderTable, class: ClassRef, value: T) -> Self {
+        lock_api::RwLock::from_raw(RawPerCpuRwLock::with_table_and_class(table, class), value)
     }
 }
 

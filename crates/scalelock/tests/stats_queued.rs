@@ -15,9 +15,9 @@ use std::time::Duration;
 use hook_lock::{class_stats, stats_setup, wait_until};
 use scalelock::stats::{self, WaitEvents, bucket_of};
 use scalelock::{
-    ClassRef, LockClass, LockKind, PerCpuRwLock, QRwLock, QRwLockReadGuard,
+    ClassRef, LockClass, LockKind, PerCpuRwLock, PerCpuRwLockExt, QRwLock, QRwLockReadGuard,
     QRwLockUpgradableReadGuard, QRwLockWriteGuard, QSpinLock, RawPerCpuRwLock, RawQRwLock,
-    RawQSpinLock, SeqLock,
+    RawQSpinLock, ReaderTable, SeqLock,
 };
 
 fn contended(name: &str) -> u64 {
@@ -288,6 +288,25 @@ fn percpu_counts_fast_reads_writes_and_revocations() {
     // The write found the bias on (fast reads happened): it revoked it.
     assert!(st.events.revocations.count >= 1, "{:?}", st.events);
     assert_eq!((st.read.contended, st.write.contended), (0, 0));
+}
+
+/// A lock on a table of its own, made through `PerCpuRwLockExt`, counts
+/// in the class it was given, its table's reads and writes included.
+#[test]
+fn percpu_with_table_and_class_counts_in_its_class() {
+    stats_setup();
+    static C: LockClass = LockClass::new("percpu-own-table");
+    static TABLE: ReaderTable = ReaderTable::new();
+    let l: PerCpuRwLock<u64> = PerCpuRwLock::with_table_and_class(&TABLE, ClassRef::of(&C), 0);
+    // SAFETY: only reads which table the raw lock uses; no lock state.
+    assert!(core::ptr::eq(unsafe { l.raw() }.table(), &TABLE));
+    for _ in 0..3 {
+        assert_eq!(*l.read(), 0);
+    }
+    *l.write() += 1;
+    let st = class_stats("percpu-own-table");
+    assert_eq!(st.kind, Some(LockKind::PerCpuRwLock));
+    assert_eq!((st.read.acquisitions, st.write.acquisitions), (3, 1));
 }
 
 /// A writer waits for another writer (on the underlying lock): contended.
