@@ -98,6 +98,16 @@ impl Events {
         }
     }
 
+    /// A contender took the lock reserved for a waiter that did not come
+    /// for it in time.
+    #[inline]
+    pub(crate) fn steal(self) {
+        #[cfg(feature = "stats")]
+        if let Some((class, kind, access)) = self.to {
+            hook::steal(class, kind, access);
+        }
+    }
+
     /// A waiter goes to sleep until another thread wakes it.
     #[inline]
     pub(crate) fn park(self) {

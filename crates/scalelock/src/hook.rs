@@ -804,6 +804,10 @@ wait_event_hooks! {
     handoff => Handoff;
     /// A waiter went to sleep (futex wait, or the platform's `wait`).
     park => Park;
+    /// A spinning contender took a lock reserved for a waiter that did not
+    /// come for it in time (it could not run: threads outnumber CPUs, or
+    /// it was preempted).
+    steal => Steal;
 }
 
 /// Defines per-class event hooks (events of one access mode by nature):

@@ -84,7 +84,8 @@
 //!   (acquisitions, contended acquisitions, wait and hold times, reads and
 //!   writes apart; `PerCpuRwLock` also fast and fallback reads and
 //!   revocations with their cost), and the queued locks' slow-path events
-//!   (pending path, queue depth, batch ends, hand-offs, parks and wakes),
+//!   (pending path, queue depth, batch ends, hand-offs, steals, parks and
+//!   wakes),
 //!   also per read/write.
 //! - `lockdep`: lock-order checking that reports a possible deadlock at the
 //!   first acquisition that closes a cycle, and recursive locking

@@ -351,7 +351,7 @@ impl<P: Platform> QSpinCore<P> {
         // A thread that just handed the lock to the word waiter is still
         // running and would take it back whenever it finds it free between
         // the new holder's acquisitions: it queues at once instead.
-        if !batch::just_handed_off::<P>(self.addr()) && self.spin_before_queueing(deadline) {
+        if !batch::just_handed_off::<P>(self.addr()) && self.spin_before_queueing(deadline, ev) {
             return true;
         }
         if self.try_become_pending() {
@@ -371,7 +371,7 @@ impl<P: Platform> QSpinCore<P> {
     /// yield can last a time slice, so it stops once `deadline` passed. It
     /// gives up at once (false: queue) when a lock it saw free while a word
     /// waiter sleeps through its batch is taken again within the settle.
-    fn spin_before_queueing(&self, deadline: Deadline) -> bool {
+    fn spin_before_queueing(&self, deadline: Deadline, ev: Events) -> bool {
         let mut wait = SpinThenYield::new();
         let mut reserved: Option<BatchClock> = None;
         while wait.waits() < TUNING.qs_pre_queue_polls && !deadline.passed::<P>() {
@@ -422,6 +422,7 @@ impl<P: Platform> QSpinCore<P> {
                     if clock.elapsed::<P>(TUNING.qs_steal_ns, TUNING.qs_steal_polls) {
                         if self.take(RESERVED) {
                             self.took_reservation();
+                            ev.steal();
                             return true;
                         }
                         reserved = None;
@@ -716,7 +717,7 @@ impl<P: Platform> QSpinCore<P> {
     /// release in between. False once `deadline` passed.
     fn lock_unqueued(&self, deadline: Deadline, ev: Events) -> bool {
         loop {
-            if self.spin_before_queueing(deadline) || self.try_lock_fast() {
+            if self.spin_before_queueing(deadline, ev) || self.try_lock_fast() {
                 return true;
             }
             if self.try_become_pending() {

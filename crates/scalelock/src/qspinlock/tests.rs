@@ -250,7 +250,7 @@ fn yields_before_queueing<const YIELD_NS: u64>(timeout_ns: Option<u64>) -> u32 {
         Deadline::at(YieldClock::<YIELD_NS>::now_ns() + t)
     });
     YIELDS.with(|y| y.set(0));
-    assert!(!lock.spin_before_queueing(deadline));
+    assert!(!lock.spin_before_queueing(deadline, Events::NONE));
     YIELDS.with(Cell::get)
 }
 
@@ -290,7 +290,7 @@ fn barge_past_a_word_waiter(retaking: bool, flags: u8) -> (bool, u8) {
     lock.flags.store(flags, Ordering::Relaxed);
     let addr = &lock as *const QSpinCore<YieldClock<0>> as usize;
     RETAKEN.with(|r| r.set(if retaking { addr } else { 0 }));
-    let took = lock.spin_before_queueing(Deadline::NEVER);
+    let took = lock.spin_before_queueing(Deadline::NEVER, Events::NONE);
     RETAKEN.with(|r| r.set(0));
     (took, lock.flags.load(Ordering::Relaxed))
 }

@@ -87,10 +87,11 @@ pub(crate) enum WaitEvent {
     Wake,
     SpuriousWake,
     LongHold,
+    Steal,
 }
 
 /// Number of `WaitEvent`s.
-pub(crate) const WAIT_EVENTS: usize = 7;
+pub(crate) const WAIT_EVENTS: usize = 8;
 
 /// The index of `access` in a block's per-access arrays (0: reads, 1:
 /// writes, an upgradable read being a write).

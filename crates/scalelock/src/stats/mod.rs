@@ -3,7 +3,8 @@
 //! Per [class](crate::LockClass) and per read/write: acquisitions,
 //! contended acquisitions, wait and hold times (total, max, log2 histogram
 //! with p50/p99), and what only these locks' algorithms see: pending-path
-//! hits, queue depth, batch ends and hand-offs, parks and wakes (spurious
+//! hits, queue depth, batch ends, hand-offs and steals (a reserved lock
+//! taken from a waiter that could not run), parks and wakes (spurious
 //! too), per-CPU fast vs fallback reads, revocations and their cost, SeqLock
 //! retries, RefreshOnce callers served by another's update.
 //!

@@ -75,6 +75,12 @@ pub struct WaitEvents {
     /// Hand-offs: the lock went to a waiter that had claimed it, or that a
     /// fair unlock chose, with no newcomer able to take it first.
     pub handoffs: u64,
+    /// Steals: a spinning contender took a lock reserved for the waiter
+    /// first in line, which did not come for it in time (it could not
+    /// run). Many of them: threads outnumber CPUs, or waiters are
+    /// preempted.
+    #[serde(default)]
+    pub steals: u64,
     /// Waiters that went to sleep.
     pub parks: u64,
     /// Sleepers woken with their condition met.
@@ -89,13 +95,14 @@ impl WaitEvents {
         self.queue_depth_max = self.queue_depth_max.max(o.queue_depth_max);
         self.batch_ends += o.batch_ends;
         self.handoffs += o.handoffs;
+        self.steals += o.steals;
         self.parks += o.parks;
         self.wakes += o.wakes;
         self.spurious_wakes += o.spurious_wakes;
     }
 }
 
-/// Events only the lock algorithms see, per class. The first seven (the
+/// Events only the lock algorithms see, per class. The first eight (the
 /// slow-path events) are the class's totals over reads and writes; each
 /// access's share is in [`AccessStats::events`].
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -109,6 +116,10 @@ pub struct Events {
     pub batch_ends: u64,
     /// Hand-offs to a waiter that had claimed the lock.
     pub handoffs: u64,
+    /// Locks reserved for a waiter that did not come in time, taken by a
+    /// spinning contender.
+    #[serde(default)]
+    pub steals: u64,
     /// Waiters that went to sleep.
     pub parks: u64,
     /// Sleepers woken with their condition met.
@@ -154,6 +165,7 @@ impl Events {
             queue_depth_max: w.queue_depth_max,
             batch_ends: w.batch_ends,
             handoffs: w.handoffs,
+            steals: w.steals,
             parks: w.parks,
             wakes: w.wakes,
             spurious_wakes: w.spurious_wakes,
@@ -176,6 +188,7 @@ impl Events {
         self.queue_depth_max = self.queue_depth_max.max(o.queue_depth_max);
         self.batch_ends += o.batch_ends;
         self.handoffs += o.handoffs;
+        self.steals += o.steals;
         self.parks += o.parks;
         self.wakes += o.wakes;
         self.spurious_wakes += o.spurious_wakes;
@@ -278,6 +291,7 @@ pub(crate) fn collect() -> Snapshot {
                 queue_depth_max: load(&b.queue_depth_max[side]),
                 batch_ends: wv(WaitEvent::BatchEnd),
                 handoffs: wv(WaitEvent::Handoff),
+                steals: wv(WaitEvent::Steal),
                 parks: wv(WaitEvent::Park),
                 wakes: wv(WaitEvent::Wake),
                 spurious_wakes: wv(WaitEvent::SpuriousWake),

@@ -92,6 +92,7 @@ pub(crate) fn access_events_line(a: &AccessStats) -> String {
     item(&mut s, "queue-max", e.queue_depth_max);
     item(&mut s, "batch-ends", e.batch_ends);
     item(&mut s, "handoffs", e.handoffs);
+    item(&mut s, "steals", e.steals);
     item(&mut s, "parks", e.parks);
     item(&mut s, "wakes", e.wakes);
     item(&mut s, "spurious-wakes", e.spurious_wakes);
