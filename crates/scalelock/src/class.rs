@@ -46,26 +46,32 @@ impl core::fmt::Display for LockKind {
 
 /// How an acquisition takes a lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 #[cfg_attr(feature = "stats", derive(serde::Serialize, serde::Deserialize))]
 pub enum Access {
     /// Exclusively: a mutex, an rwlock's write side.
     Write,
     /// Shared, and queued behind a waiting writer (fair rwlocks:
-    /// [`QRwLock`](crate::QRwLock), [`PerCpuRwLock`](crate::PerCpuRwLock)):
-    /// a second read by a thread that already reads can wait for a writer
-    /// that waits for the first.
+    /// [`QRwLock`](crate::QRwLock)): a second read by a thread that
+    /// already reads can wait for a writer that waits for the first.
     Read,
     /// Shared, and never queued behind a waiting writer: only a writer that
     /// holds the lock blocks it (a reader-preferring rwlock).
     RecursiveRead,
     /// An upgradable read ([`QRwLock`](crate::QRwLock),
     /// [`PerCpuRwLock`](crate::PerCpuRwLock)): excludes writers and other
-    /// upgradable reads, not plain readers, and may become a write.
-    /// Statistics count it as a write. Lockdep lets its holder read the
-    /// same lock (no writer can queue ahead of that read: the upgradable
-    /// reader holds the queue), but reports an upgrade while the thread
-    /// also reads the lock (the upgrade waits for every reader).
+    /// upgradable reads, and may become a write. Statistics count it as a
+    /// write. Lockdep lets its holder read the lock (its own reads never
+    /// meet a writer), treats it as exclusive against other threads (a
+    /// reader that queued behind a writer waits for it: it holds the
+    /// queue), and checks an upgrade as waiting for readers only.
     Upgradable,
+    /// Shared; a read by a thread that already read-holds the lock never
+    /// waits, but a first read queues behind a waiting writer
+    /// ([`PerCpuRwLock`](crate::PerCpuRwLock)). Lockdep lets a thread read
+    /// such a lock again, and checks it against other threads as a fair
+    /// read.
+    ReentrantRead,
 }
 
 impl Access {
@@ -73,7 +79,10 @@ impl Access {
     /// not: it excludes the other upgradable reads and writers).
     #[inline]
     pub const fn is_read(self) -> bool {
-        matches!(self, Access::Read | Access::RecursiveRead)
+        matches!(
+            self,
+            Access::Read | Access::RecursiveRead | Access::ReentrantRead
+        )
     }
 
     /// A short word for tables and reports.
@@ -83,6 +92,7 @@ impl Access {
             Access::Read => "read",
             Access::RecursiveRead => "recursive read",
             Access::Upgradable => "upgradable read",
+            Access::ReentrantRead => "reentrant read",
         }
     }
 }

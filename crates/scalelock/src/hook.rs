@@ -280,6 +280,7 @@ const fn access_bits(access: Access) -> u64 {
         Access::Read => 1,
         Access::RecursiveRead => 2,
         Access::Upgradable => 3,
+        Access::ReentrantRead => 4,
     }
 }
 
@@ -324,7 +325,8 @@ impl Held {
             0 => Access::Write,
             1 => Access::Read,
             2 => Access::RecursiveRead,
-            _ => Access::Upgradable,
+            3 => Access::Upgradable,
+            _ => Access::ReentrantRead,
         }
     }
 }

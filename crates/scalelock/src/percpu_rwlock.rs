@@ -304,10 +304,11 @@ fn since_stamp(state: u64, now_ns: u64) -> i64 {
 /// `with_table` put it in the `PerCpuRwLock` type class, `with_class` and
 /// `with_table_and_class` in another. Without the `stats` and `lockdep`
 /// features the class is zero-sized; with them the lock is 32 bytes and the
-/// tokens carry the hooks' [`Held`]. Reads are recursive reads to lockdep
-/// (a read of a lock the thread already read-holds never waits); an
-/// upgradable read is [`Access::Upgradable`] (a write to statistics; its
-/// holder may read the lock, but not upgrade while it does).
+/// tokens carry the hooks' [`Held`]. Reads are [`Access::ReentrantRead`]
+/// to lockdep (a read of a lock the thread already read-holds never waits;
+/// a first read may queue behind a waiting writer); an upgradable read is
+/// [`Access::Upgradable`] (a write to statistics; its holder may read the
+/// lock, but not upgrade while it does).
 ///
 /// Timed operations need a platform with a clock
 /// ([`TimedPlatform`](crate::platform::TimedPlatform)); a timed write that
@@ -533,14 +534,15 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             token.held = hook::per_cpu_read_counted(
                 self.class,
                 LockKind::PerCpuRwLock,
-                Access::RecursiveRead,
+                Access::ReentrantRead,
                 Self::took_fast_path(&token),
             );
             return token;
         }
-        // Reads are recursive reads to lockdep: a read of a lock the thread
-        // already read-holds never waits (see "Recursive reads").
-        let mut p = self.start(Access::RecursiveRead);
+        // Reads are reentrant reads to lockdep: a read of a lock the
+        // thread already read-holds never waits (see "Recursive reads"),
+        // a first one may wait behind a writer.
+        let mut p = self.start(Access::ReentrantRead);
         let mut token = match self.try_lock_shared_fast() {
             Some(token) => token,
             None => self.lock_shared_slow(|| p.contended()),
@@ -570,7 +572,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let p = hook::start_optimistic(self.class, LockKind::PerCpuRwLock, Access::Read);
         Self::count_read_path(&p, token);
         let _ = p;
-        token.held = self.try_acquired(Access::RecursiveRead);
+        token.held = self.try_acquired(Access::ReentrantRead);
     }
 
     /// The table this lock's readers use.
@@ -825,7 +827,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return token;
         }
         self.inner
-            .lock_shared_hooked(contended, self.events(Access::RecursiveRead));
+            .lock_shared_hooked(contended, self.events(Access::ReentrantRead));
         self.enter_underlying(mine)
     }
 
@@ -1625,7 +1627,7 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawPerCpuRwLock<P> {
         // We still read-hold the lock. A downgrade never waits: the read is
         // recorded as a try (no lockdep dependency into it).
         token.held.release(self.addr());
-        read.held = self.try_acquired(Access::RecursiveRead);
+        read.held = self.try_acquired(Access::ReentrantRead);
         read
     }
 }

@@ -1229,10 +1229,11 @@ unsafe impl<P: Platform> RawRwLockUpgrade for QRwCore<P> {
 /// checked as [`Access::Read`] (fair: a read queues behind a waiting
 /// writer, so lockdep reports a thread's second read); upgradable reads as
 /// [`Access::Upgradable`]: statistics count them as writes (they exclude
-/// writers and each other), lockdep lets their holder read the lock (no
-/// writer can be waiting then: the upgradable reader holds the queue) and
-/// reports an upgrade while the thread also reads it (the upgrade would
-/// wait for that read).
+/// writers and each other); lockdep lets their holder read the lock (no
+/// writer can be waiting then: the upgradable reader holds the queue),
+/// counts them as exclusive against other threads, and checks an upgrade
+/// as waiting for the readers inside (reported if the thread reads the
+/// lock too).
 ///
 /// Timed acquisitions (`try_read_for`, `try_write_until`,
 /// `try_upgradable_read_for`, `try_upgrade_for`, ...) need a platform with

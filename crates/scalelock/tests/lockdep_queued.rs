@@ -208,7 +208,7 @@ fn qrwlock_downgrade_and_upgrade_keep_lockdep_balanced() {
     assert_eq!(r, None);
 }
 
-/// PerCpuRwLock reads are recursive reads (a thread's second read never
+/// PerCpuRwLock reads are reentrant reads (a thread's second read never
 /// waits), so they are not reported; a read-write order inversion with
 /// another lock is.
 #[test]
@@ -250,6 +250,39 @@ fn percpu_recursive_reads_pass_and_inversions_are_reported() {
             assert_eq!(lockdep::held_count(), 0);
         }),
         None
+    );
+}
+
+/// A first PerCpuRwLock read queues behind a writer that waits (revoking
+/// the bias, or for the underlying lock): T1 reads A then takes B; T2
+/// holds B and reads A. A writer of A between them waits for T1's read,
+/// T2's read waits behind the writer, T1 waits for B: reported, as with
+/// fair reads.
+#[test]
+fn percpu_first_reads_against_a_reader_of_another_thread_are_a_cycle() {
+    static A: LockClass = LockClass::new("percpu-fair-A");
+    static B: LockClass = LockClass::new("percpu-fair-B");
+    static LA: PerCpuRwLock<u32> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&A)), 0);
+    static LB: QSpinLock<u32> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&B)), 0);
+    let first = on_thread("percpu-fair-first", || {
+        let _r = LA.read();
+        let _b = LB.lock();
+    });
+    assert_eq!(first, None);
+    let report = on_thread("percpu-fair-second", || {
+        let _b = LB.lock();
+        let _r = LA.read(); // may queue behind a writer that waits for T1
+        unreachable!("lockdep must report B -> A (read) against A (read) -> B");
+    })
+    .expect("B then a first read of A must be reported");
+    assert!(
+        report.contains("possible circular locking dependency"),
+        "{report}"
+    );
+    assert!(
+        report.contains("(reentrant read, PerCpuRwLock at"),
+        "{report}"
     );
 }
 

@@ -198,11 +198,11 @@ fn percpu_upgradable_after_read_is_reported() {
 }
 
 /// Across two classes: T1 holds an upgradable read of A and takes B; T2
-/// holds B and reads A. No deadlock (T2's read of A is never blocked by an
-/// upgradable reader), so no report; T2 taking A's upgradable read (or
-/// write) instead would wait for T1, which waits for B: reported.
+/// holds B and reads A. That can deadlock: if a writer held A when T2
+/// read it, T2 queued on A's queue lock, which T1's upgradable read then
+/// holds until it gets B. Reported.
 #[test]
-fn qrwlock_read_against_an_upgradable_holder_is_no_cycle() {
+fn qrwlock_read_against_an_upgradable_holder_is_a_cycle() {
     static A: LockClass = LockClass::new("upg-cycle-A");
     static B: LockClass = LockClass::new("upg-cycle-B");
     let la = qrw(&A);
@@ -217,29 +217,49 @@ fn qrwlock_read_against_an_upgradable_holder_is_no_cycle() {
     let a = la.clone();
     let second = on_thread("upg-cycle-read", move || {
         let _b = LB.lock();
-        let _r = a.read();
-    });
-    assert_eq!(
-        second, None,
-        "a fair read is not blocked by an upgradable read"
-    );
-    let a = la.clone();
-    let third = on_thread("upg-cycle-upgradable", move || {
-        let _b = LB.lock();
-        let _u = a.upgradable_read(); // T1 may hold it, waiting for B
-        unreachable!("lockdep must report B -> A against A -> B");
+        let _r = a.read(); // may queue behind T1's upgradable read
+        unreachable!("lockdep must report B -> A (read) against A (upgradable) -> B");
     })
-    .expect("an upgradable read against an upgradable holder must be reported");
+    .expect("a read against an upgradable holder that waits for us must be reported");
     assert!(
-        third.contains("possible circular locking dependency"),
-        "{third}"
+        second.contains("possible circular locking dependency"),
+        "{second}"
     );
     assert!(
-        third.contains(
+        second.contains(
             "\"upg-cycle-A\" (upgradable read) -> \"upg-cycle-B\" (write): first on thread 'upg-cycle-first'"
         ),
-        "{third}"
+        "{second}"
     );
+}
+
+/// An upgrade waits for the lock's readers and nothing else: no other
+/// thread can hold the lock exclusively while we hold its upgradable
+/// read. So taking B under the upgradable read of A and then upgrading A
+/// is no cycle, on one thread or against another thread's write of A
+/// followed by B.
+#[test]
+fn qrwlock_upgrade_under_a_lock_taken_after_the_upgradable_read_is_no_cycle() {
+    static A: LockClass = LockClass::new("upg-nocycle-A");
+    static B: LockClass = LockClass::new("upg-nocycle-B");
+    let la = qrw(&A);
+    static LB: QSpinLock<u32> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&B)), 0);
+
+    let a = la.clone();
+    let writer = on_thread("upg-nocycle-writer", move || {
+        let _w = a.write();
+        let _b = LB.lock();
+    });
+    assert_eq!(writer, None);
+    let a = la.clone();
+    let upgrader = on_thread("upg-nocycle-upgrader", move || {
+        let u = a.upgradable_read();
+        let _b = LB.lock();
+        let mut w = RwLockUpgradableReadGuard::upgrade(u);
+        *w += 1;
+    });
+    assert_eq!(upgrader, None, "an upgrade waits for readers only");
+    assert_eq!(*la.read(), 1);
 }
 
 /// An upgrade waits for the lock's readers: a lock the upgrader took after

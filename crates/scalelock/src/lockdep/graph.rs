@@ -1,34 +1,39 @@
 //! The class order graph: which class was taken while which was held, in
 //! which modes, and the search for a cycle that can deadlock.
 //!
-//! # Edge types (after Linux's lockdep since 5.10, with upgradable reads)
+//! # Edge types (after Linux's lockdep since 5.10, with upgrades)
 //! An edge `A -> B` means a thread took B while holding A. It records how:
-//! A held Exclusively (write), Upgradably (an upgradable read) or Shared
-//! (a read), and B acquired eXclusively (a write or an upgradable read),
-//! as a Fair read (queued behind a waiting writer) or as a Recursive read
-//! (blocked only by a writer holding B). Nine types, one bit each (`ty`);
-//! one edge may carry several.
+//! A held Exclusively (a write, or an upgradable read) or Shared (a read),
+//! and how B was acquired: Non-recursively (a write, an upgradable read,
+//! or a fair read, which queues behind a waiting writer), as a Recursive
+//! read (blocked only by a writer holding B), or as an uPgrade of an
+//! upgradable read of B (it waits for B's readers only). Six types, one
+//! bit each (`ty`); one edge may carry several.
 //!
 //! A cycle deadlocks only if each thread in it can really block the next:
 //! a hold of B blocks another thread's acquisition of B as follows.
 //!
-//! | B held \ B acquired | X | F | R |
+//! | B held \ B acquired | N | R | P |
 //! | --- | --- | --- | --- |
-//! | E (write) | blocks | blocks | blocks |
-//! | U (upgradable read) | blocks | - | - |
-//! | S (read) | blocks | blocks | - |
+//! | E (write, upgradable read) | blocks | blocks | - |
+//! | S (read) | blocks | - | blocks |
 //!
 //! A recursive reader is not blocked by another reader (Linux's rule); a
-//! fair reader is, through a writer queued between them; an upgradable
-//! reader holds the queue, so no writer can queue ahead of a reader and
-//! only writers and upgradable readers wait for it. So a cycle is reported
-//! iff it can be walked choosing one type per edge such that the hold each
-//! edge leaves a class with blocks the acquisition the previous edge
-//! entered it with (the closing edge included). For example, with fair
-//! rwlocks, "T1 reads A then writes B; T2 reads B then reads A" is
-//! reported: a third thread queueing a write on A makes T2 wait behind it,
-//! and it waits for T1. With recursive reads of A, or T1 holding an
-//! upgradable read of A instead of a read, it is not.
+//! fair reader is, through a writer queued between them. An upgradable
+//! read counts as exclusive here: it holds the lock's queue, and a reader
+//! that queued there (it met a writer) waits for it. An upgrade waits for
+//! the readers inside, and for nothing else (no other thread can hold
+//! the lock exclusively meanwhile). So a cycle is reported iff it can be
+//! walked choosing one type per edge such that the hold each edge leaves a
+//! class with blocks the acquisition the previous edge entered it with
+//! (the closing edge included). For example, with fair rwlocks, "T1 reads
+//! A then writes B; T2 reads B then reads A" is reported: a third thread
+//! queueing a write on A makes T2 wait behind it, and it waits for T1.
+//! With recursive reads of A it is not.
+//!
+//! A thread's own holds follow other rules ([`blocks_itself`]): the holder
+//! of an upgradable read may read the lock (its reads never meet a
+//! writer: none can wait or enter while it holds the queue and its count).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -36,52 +41,65 @@ use std::vec::Vec;
 
 use crate::class::Access;
 
-/// How the class an edge leaves was held: 0 E, 1 U, 2 S.
+/// Hold mode E: a write or an upgradable read.
+const E: u8 = 0;
+/// Hold mode S: a read.
+const S: u8 = 1;
+/// Acquisition mode N: a write, an upgradable read or a fair read.
+const N: u8 = 0;
+/// Acquisition mode R: a recursive read.
+const R: u8 = 1;
+/// Acquisition mode P: the upgrade of an upgradable read.
+pub(crate) const UPGRADE: u8 = 2;
+
+/// How the class an edge leaves is held.
 const fn held_mode(a: Access) -> u8 {
     match a {
-        Access::Write => 0,
-        Access::Upgradable => 1,
-        Access::Read | Access::RecursiveRead => 2,
+        Access::Write | Access::Upgradable => E,
+        Access::Read | Access::RecursiveRead | Access::ReentrantRead => S,
     }
 }
 
-/// How the class an edge enters was acquired: 0 X, 1 F, 2 R (each mode
-/// is blocked by a subset of the holds that block the one before).
-const fn acq_mode(a: Access) -> u8 {
+/// How an acquisition with `a` acquires (N or R; an upgrade is `UPGRADE`).
+pub(crate) const fn acquire_mode(a: Access) -> u8 {
     match a {
-        Access::Write | Access::Upgradable => 0,
-        Access::Read => 1,
-        Access::RecursiveRead => 2,
+        Access::RecursiveRead => R,
+        Access::Write | Access::Upgradable | Access::Read | Access::ReentrantRead => N,
     }
 }
 
-/// Whether a hold of a lock in `held` mode blocks another thread's
+/// Whether another thread's hold of a lock in `held` mode blocks an
 /// acquisition of it in `acq` mode (the table in the module docs).
 const fn blocks(held: u8, acq: u8) -> bool {
-    match held {
-        0 => true,
-        1 => acq == 0,
-        _ => acq <= 1,
-    }
+    matches!((held, acq), (_, N) | (E, R) | (S, UPGRADE))
 }
 
 /// Whether this thread's own hold of a lock with `held` blocks its own
 /// acquisition of the same lock with `acquired` (lockdep's recursion
-/// report): the same rule as between threads.
+/// report). A write blocks everything; an upgradable read blocks writes
+/// and upgradable reads, not the holder's reads; a read blocks writes,
+/// upgradable reads and fair reads, not recursive or reentrant reads.
 pub(crate) fn blocks_itself(held: Access, acquired: Access) -> bool {
-    blocks(held_mode(held), acq_mode(acquired))
+    match held {
+        Access::Write => true,
+        Access::Upgradable => matches!(acquired, Access::Write | Access::Upgradable),
+        Access::Read | Access::RecursiveRead | Access::ReentrantRead => {
+            matches!(acquired, Access::Write | Access::Upgradable | Access::Read)
+        }
+    }
 }
 
-/// The type bit of the edge made by taking `acquired` while `held` is held.
-pub(crate) fn edge_type(held: Access, acquired: Access) -> u16 {
-    ty(held_mode(held), acq_mode(acquired))
+/// The type bit of the edge made by acquiring in mode `acq` (see
+/// [`acquire_mode`]) while `held` is held.
+pub(crate) fn edge_type(held: Access, acq: u8) -> u16 {
+    ty(held_mode(held), acq)
 }
 
 const fn ty(held: u8, acq: u8) -> u16 {
     1 << (held * 3 + acq)
 }
 
-/// The held mode and acquisition mode of type bit `bit` (an index 0..9).
+/// The held mode and acquisition mode of type bit `bit` (an index 0..6).
 const fn modes(bit: u32) -> (u8, u8) {
     ((bit / 3) as u8, (bit % 3) as u8)
 }
@@ -154,15 +172,14 @@ impl Graph {
         closing: u16,
     ) -> Option<Vec<(u32, u32)>> {
         let (closing_held, closing_acq) = modes(closing.trailing_zeros());
-        // State: (class, how the edge that entered it acquired it). A
-        // lower mode is blocked by more holds, so it constrains the next
-        // edge less: a state is not visited again with a higher mode.
+        // State: (class, how the edge that entered it acquired it). N is
+        // blocked by every hold, so a class entered by N is not visited
+        // again; R and P are blocked by different holds, so a class may be
+        // visited once by each.
         let mut parent: HashMap<(u32, u8), (u32, u8)> = HashMap::new();
-        let mut best: HashMap<u32, u8> = HashMap::new();
         let mut queue = VecDeque::new();
         let first = (start, closing_acq);
         parent.insert(first, first);
-        best.insert(start, closing_acq);
         queue.push_back(first);
         while let Some((node, entered)) = queue.pop_front() {
             if node == target && blocks(closing_held, entered) {
@@ -182,23 +199,30 @@ impl Graph {
                 continue;
             };
             for (&next, e) in out {
-                // The types whose hold of `node` blocks how we entered it;
-                // of those, the one entering `next` with the lowest mode.
-                let Some(mode) = (0..9)
-                    .filter(|&b| e.types & (1 << b) != 0)
-                    .map(modes)
-                    .filter(|&(h, _)| blocks(h, entered))
-                    .map(|(_, a)| a)
-                    .min()
-                else {
-                    continue;
-                };
-                if best.get(&next).is_some_and(|&m| m <= mode) {
-                    continue;
+                // The modes `next` can be entered by, over the types whose
+                // hold of `node` blocks how we entered it.
+                let mut entries = 0u8;
+                for b in 0..6 {
+                    let (h, a) = modes(b);
+                    if e.types & (1 << b) != 0 && blocks(h, entered) {
+                        entries |= 1 << a;
+                    }
                 }
-                best.insert(next, mode);
-                parent.insert((next, mode), (node, entered));
-                queue.push_back((next, mode));
+                let modes = if entries & (1 << N) != 0 {
+                    entries & (1 << N)
+                } else {
+                    entries
+                };
+                for a in [N, R, UPGRADE] {
+                    if modes & (1 << a) == 0
+                        || parent.contains_key(&(next, N))
+                        || parent.contains_key(&(next, a))
+                    {
+                        continue;
+                    }
+                    parent.insert((next, a), (node, entered));
+                    queue.push_back((next, a));
+                }
             }
         }
         None
@@ -219,12 +243,12 @@ mod tests {
         }
     }
 
-    const EN: u16 = ty(0, 0);
-    const SN: u16 = ty(2, 0);
-    const SF: u16 = ty(2, 1);
-    const SR: u16 = ty(2, 2);
-    const UX: u16 = ty(1, 0);
-    const EF: u16 = ty(0, 1);
+    const EN: u16 = ty(E, N);
+    const ER: u16 = ty(E, R);
+    const EP: u16 = ty(E, UPGRADE);
+    const SN: u16 = ty(S, N);
+    const SR: u16 = ty(S, R);
+    const SP: u16 = ty(S, UPGRADE);
 
     #[test]
     fn exclusive_cycle_is_found() {
@@ -246,45 +270,64 @@ mod tests {
         assert_eq!(g.deadlock_path(2, 1, SN), None);
         // But if T1 held A exclusively (EN), T2's recursive read waits.
         assert!(g.deadlock_path(2, 1, EN).is_some());
-        // Fair reads (SF instead of SR) deadlock through a queued writer.
-        g.add(2, 1, SF, origin);
+        // Fair reads (SN instead of SR) deadlock through a queued writer.
+        g.add(2, 1, SN, origin);
         assert!(g.deadlock_path(2, 1, SN).is_some());
     }
 
     #[test]
-    fn fair_reads_of_upgradable_holders_do_not_deadlock() {
+    fn upgrades_wait_for_readers_only() {
+        // T2 holds B and upgrades A: B -(EP)-> A. T1 holds A exclusively
+        // (a write, or the upgradable read being upgraded) and takes B:
+        // A -(EN)-> B. No other thread holds A exclusively while T2
+        // upgrades it: no deadlock.
         let mut g = Graph::default();
-        // T2 holds B and takes A as a fair read: B -(EF)-> A.
-        g.add(2, 1, EF, origin);
-        // T1 holds an upgradable read of A and takes B: A -(UX)-> B closes
-        // B -(EF)-> A -(UX)-> B: a fair read of A is not blocked by an
-        // upgradable holder (no writer can queue ahead of it).
-        assert_eq!(g.deadlock_path(2, 1, UX), None);
-        // Held as a read (S), A blocks the fair read through a queued
-        // writer; held for write, directly.
+        g.add(2, 1, EP, origin);
+        assert_eq!(g.deadlock_path(2, 1, EN), None);
+        // T1 reading A instead (SN): T2's upgrade waits for T1's read.
         assert!(g.deadlock_path(2, 1, SN).is_some());
-        assert!(g.deadlock_path(2, 1, EN).is_some());
-        // T2 taking A as an upgradable read or a write instead: blocked by
-        // T1's upgradable read.
-        g.add(2, 1, EN, origin);
-        assert!(g.deadlock_path(2, 1, UX).is_some());
-    }
-
-    #[test]
-    fn the_least_constraining_entry_wins() {
-        let mut g = Graph::default();
-        // 1 -> 2 both as a recursive read and as a write (two threads);
-        // 2 -> 3 only out of a shared hold of 2.
-        g.add(1, 2, SR | SN, origin);
-        g.add(2, 3, SN, origin);
-        // Closing 3 -> 1 from a shared hold of 3, into 1 exclusively: the
-        // path must enter 2 by the write (SN), not the recursive read.
-        assert_eq!(g.deadlock_path(1, 3, SN), Some(std::vec![(1, 2), (2, 3)]));
-        // Entering only by the recursive read, the shared hold of 2 does
-        // not block it: no cycle.
+        // An upgrade in the middle of a chain: C -(SP)-> A only continues
+        // out of A by a shared hold.
         let mut h = Graph::default();
-        h.add(1, 2, SR, origin);
+        h.add(3, 1, SP, origin);
+        h.add(1, 2, EN, origin);
+        assert_eq!(h.deadlock_path(3, 2, EN), None);
+        h.add(1, 2, SN, origin);
+        assert_eq!(h.deadlock_path(3, 2, EN), Some(std::vec![(3, 1), (1, 2)]));
+    }
+
+    #[test]
+    fn recursive_and_upgrade_entries_are_both_explored() {
+        // 1 -> 2 as a recursive read and as an upgrade (two threads);
+        // 2 -> 3 only out of a shared hold of 2, which blocks the upgrade,
+        // not the recursive read. Closing 3 -> 1 exclusively.
+        let mut g = Graph::default();
+        g.add(1, 2, ER | EP, origin);
+        g.add(2, 3, SN, origin);
+        assert_eq!(g.deadlock_path(1, 3, EN), Some(std::vec![(1, 2), (2, 3)]));
+        // Entering 2 only by the recursive read: no cycle.
+        let mut h = Graph::default();
+        h.add(1, 2, ER, origin);
         h.add(2, 3, SN, origin);
-        assert_eq!(h.deadlock_path(1, 3, SN), None);
+        assert_eq!(h.deadlock_path(1, 3, EN), None);
+        // Entering 2 by a plain acquisition (N) as well: found.
+        h.add(1, 2, EN, origin);
+        assert!(h.deadlock_path(1, 3, EN).is_some());
+    }
+
+    #[test]
+    fn own_holds() {
+        use Access::*;
+        assert!(blocks_itself(Write, RecursiveRead));
+        assert!(!blocks_itself(Upgradable, Read));
+        assert!(!blocks_itself(Upgradable, RecursiveRead));
+        assert!(blocks_itself(Upgradable, Upgradable));
+        assert!(blocks_itself(Upgradable, Write));
+        assert!(blocks_itself(Read, Read));
+        assert!(blocks_itself(Read, Upgradable));
+        assert!(!blocks_itself(RecursiveRead, RecursiveRead));
+        assert!(!blocks_itself(ReentrantRead, ReentrantRead));
+        assert!(blocks_itself(ReentrantRead, Upgradable));
+        assert_eq!(acquire_mode(ReentrantRead), N, "checked as fair");
     }
 }

@@ -26,13 +26,18 @@
 //!   a [recursive read](Access::RecursiveRead) is blocked only by a writer
 //!   holding the lock. A cycle is reported only if every thread in it can
 //!   really block the next (see the graph's source for the edge types).
-//! - **Upgradable reads** ([`Access::Upgradable`]) exclude writers and each
-//!   other, not readers: their holder may read the lock, and another
-//!   thread's read is not blocked by them (no writer can queue ahead of a
-//!   reader while the upgradable reader holds the queue). An untimed
-//!   upgrade is checked as a write taken at that moment (a report that
-//!   panics gives the upgradable read back first, so nothing stays held);
-//!   after any upgrade the hold counts as a write.
+//! - **Reentrant reads** ([`Access::ReentrantRead`], PerCpuRwLock): a
+//!   thread may read a lock it already read-holds; against other threads
+//!   they are fair reads (a first read queues behind a waiting writer).
+//! - **Upgradable reads** ([`Access::Upgradable`]): their holder may read
+//!   the lock (its reads never meet a writer); against other threads they
+//!   are exclusive (a reader that queued behind a writer waits for the
+//!   upgradable reader, which holds the queue). An untimed upgrade waits
+//!   for the readers inside and nothing else: it is reported if this
+//!   thread reads the lock too, or if it closes a cycle through a reader
+//!   of the lock (a report that panics gives the upgradable read back
+//!   first, so nothing stays held); after any upgrade the hold counts as
+//!   a write.
 //! - **SeqLock reads** are not checked: they never wait for anything that
 //!   can block (a writer keeps the sequence odd only while it stores).
 //! - **Type classes** (locks without a class of their own) merge unrelated
@@ -59,7 +64,7 @@ use std::string::String;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::vec::Vec;
 
-use self::graph::{Graph, Origin, blocks_itself, edge_type};
+use self::graph::{Graph, Origin, UPGRADE, acquire_mode, blocks_itself, edge_type};
 pub use self::report::{Dependency, LockDesc, Report, ReportKind};
 pub use crate::class::Access;
 use crate::class::{ClassId, registry};
@@ -184,7 +189,8 @@ fn check_thread(
     instance: usize,
     access: Access,
 ) -> Option<Report> {
-    recursion(t, class, instance, access, None).or_else(|| dependencies(t, class, instance, access))
+    recursion(t, class, instance, access, None)
+        .or_else(|| dependencies(t, class, instance, access, acquire_mode(access)))
 }
 
 /// A hold of the same lock (but entry `except`) in a mode that blocks this
@@ -212,13 +218,15 @@ fn recursion(
     })
 }
 
-/// Records the new order dependencies of taking `class` with what the
+/// Records the new order dependencies of taking `class` (with `access`,
+/// acquiring in mode `acq`, see `graph::acquire_mode`) with what the
 /// thread holds; a report if one closes a cycle.
 fn dependencies(
     t: &mut ThreadState,
     class: ClassId,
     instance: usize,
     access: Access,
+    acq: u8,
 ) -> Option<Report> {
     if !class.ordered {
         return None;
@@ -231,7 +239,7 @@ fn dependencies(
         if !h.class.ordered || h.class.index == class.index {
             continue;
         }
-        let ty = edge_type(h.access, access);
+        let ty = edge_type(h.access, acq);
         let key = (h.class.index, class.index, ty);
         if !t.known.contains(&key) {
             let r = add_dependency(t, i, class, instance, access, ty);
@@ -312,13 +320,14 @@ fn add_dependency(
 }
 
 /// An upgradable read of the lock at `instance` is about to wait to become
-/// a write: it waits for the lock's readers, so a read of it that this
-/// thread also holds is reported (recursion), and so are new dependencies
-/// from the locks the thread took after the upgradable read (a reader of
-/// this lock may wait for one of them). Then the entry counts as a write.
-/// A report that panics first calls `give_up` (which releases the
-/// upgradable read) and pops the entry: like an acquisition reported
-/// before it waits, the upgrade leaves nothing held.
+/// a write: it waits for the lock's readers (and nothing else), so a read
+/// of it that this thread also holds is reported (recursion), and so are
+/// new dependencies of mode `UPGRADE` from the locks the thread took after
+/// the upgradable read (a reader of this lock may wait for one of them).
+/// Then the entry counts as a write. A report that panics first calls
+/// `give_up` (which releases the upgradable read) and removes the entry:
+/// like an acquisition reported before it waits, the upgrade leaves
+/// nothing held.
 pub(crate) fn upgrading(class: u32, instance: usize, give_up: impl FnOnce()) {
     let found = with_thread(|t| {
         let u = t.held.iter().rposition(|h| {
@@ -326,15 +335,17 @@ pub(crate) fn upgrading(class: u32, instance: usize, give_up: impl FnOnce()) {
         })?;
         let id = t.held[u].class;
         let found = recursion(t, id, instance, Access::Write, Some(u))
-            .or_else(|| dependencies(t, id, instance, Access::Write));
+            .or_else(|| dependencies(t, id, instance, Access::Write, UPGRADE));
         t.held[u].access = Access::Write;
-        found
+        found.map(|r| (r, u))
     })
     .flatten();
-    if let Some(r) = found {
+    if let Some((r, u)) = found {
         report_or(&r, || {
             give_up();
-            release(class, instance);
+            // The entry itself (another of the same lock, a read, may be
+            // above it). Nothing changed the stack since it was found.
+            with_thread(|t| t.held.remove(u));
         });
     }
 }

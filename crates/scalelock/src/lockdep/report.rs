@@ -163,15 +163,21 @@ impl Display for Report {
             ReportKind::Recursion => {
                 let held = conflict.map_or(Access::Write, |c| c.access);
                 let why = match (held, self.acquiring.access) {
-                    (Access::Read | Access::RecursiveRead, Access::Write) => {
+                    (
+                        Access::Read | Access::RecursiveRead | Access::ReentrantRead,
+                        Access::Write,
+                    ) => {
                         "a write (or an upgrade) waits for every reader, this thread's own \
                          read included: it would wait for itself"
                     }
-                    (Access::Read | Access::RecursiveRead, Access::Upgradable) => {
+                    (
+                        Access::Read | Access::RecursiveRead | Access::ReentrantRead,
+                        Access::Upgradable,
+                    ) => {
                         "an upgradable read queues behind any writer that arrived after the \
                          read, and that writer waits for the read: deadlock"
                     }
-                    (Access::Read | Access::RecursiveRead, _) => {
+                    (Access::Read | Access::RecursiveRead | Access::ReentrantRead, _) => {
                         "a second fair read queues behind any writer that arrived after the \
                          first read, and that writer waits for the first read: deadlock"
                     }

@@ -50,7 +50,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// waiting; lockdep treats it as a try-lock.
     #[inline]
     fn read_timed(&self, deadline: impl FnOnce() -> Deadline) -> Option<PerCpuReadToken> {
-        let mut p = self.start_timed(Access::RecursiveRead);
+        let mut p = self.start_timed(Access::ReentrantRead);
         let token = match self.try_lock_shared_fast() {
             Some(token) => Some(token),
             None if hook::COMPILED => self.lock_shared_slow_until(|| p.contended(), deadline()),
@@ -84,7 +84,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
         if !self
             .inner
-            .lock_shared_until(contended, || deadline, self.events(Access::RecursiveRead))
+            .lock_shared_until(contended, || deadline, self.events(Access::ReentrantRead))
         {
             return None;
         }
