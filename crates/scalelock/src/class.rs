@@ -64,7 +64,8 @@ pub enum Access {
     /// write. Lockdep lets its holder read the lock (its own reads never
     /// meet a writer), treats it as exclusive against other threads (a
     /// reader that queued behind a writer waits for it: it holds the
-    /// queue), and checks an upgrade as waiting for readers only.
+    /// queue, as these locks' upgradable readers do), and checks an
+    /// upgrade as waiting for readers only.
     Upgradable,
     /// Shared; a read by a thread that already read-holds the lock never
     /// waits, but a first read queues behind a waiting writer

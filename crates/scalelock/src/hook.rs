@@ -357,9 +357,10 @@ impl Held {
 
     /// An upgradable read ([`Access::Upgradable`]) of the lock at address
     /// `instance` is about to wait to become a write (an untimed upgrade;
-    /// call it before waiting): lockdep checks the upgrade as a write
-    /// taken now (a read of that lock this thread holds would never let
-    /// it through) and counts the hold as a write from then on. A report
+    /// call it before waiting): lockdep checks the upgrade as an
+    /// acquisition taken now that waits for the lock's readers (a read of
+    /// that lock this thread holds would never let it through) and counts
+    /// the hold as a write from then on. A report
     /// that panics (no report handler) calls `give_up` first, which must
     /// release the upgradable read: the panic unwinds out of the upgrade,
     /// and nobody else would.

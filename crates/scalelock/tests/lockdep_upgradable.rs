@@ -197,6 +197,28 @@ fn percpu_upgradable_after_read_is_reported() {
     scenarios::upgradable_after_read_is_reported(percpu(&C));
 }
 
+/// Reads under this thread's own upgradable read never wait, whatever the
+/// thread took in between: "upgradable A; lock B; read A" and "upgradable
+/// A; read A; read A" are no report (the reads add no dependency into A).
+#[test]
+fn qrwlock_reads_under_the_own_upgradable_read_never_report() {
+    static A: LockClass = LockClass::new("upg-own-A");
+    static B: LockClass = LockClass::new("upg-own-B");
+    let la = qrw(&A);
+    static LB: QSpinLock<u32> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&B)), 0);
+    let a = la.clone();
+    let r = on_thread("upg-own", move || {
+        let u = a.upgradable_read();
+        let b = LB.lock();
+        let r = a.read();
+        drop((r, b));
+        let r1 = a.read();
+        let r2 = a.read();
+        assert_eq!(*r1 + *r2 + *u, 0);
+    });
+    assert_eq!(r, None);
+}
+
 /// Across two classes: T1 holds an upgradable read of A and takes B; T2
 /// holds B and reads A. That can deadlock: if a writer held A when T2
 /// read it, T2 queued on A's queue lock, which T1's upgradable read then

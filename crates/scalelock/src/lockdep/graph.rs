@@ -208,13 +208,13 @@ impl Graph {
                         entries |= 1 << a;
                     }
                 }
-                let modes = if entries & (1 << N) != 0 {
+                let wanted = if entries & (1 << N) != 0 {
                     entries & (1 << N)
                 } else {
                     entries
                 };
                 for a in [N, R, UPGRADE] {
-                    if modes & (1 << a) == 0
+                    if wanted & (1 << a) == 0
                         || parent.contains_key(&(next, N))
                         || parent.contains_key(&(next, a))
                     {

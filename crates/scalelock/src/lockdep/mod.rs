@@ -22,9 +22,13 @@
 //!   they take; the locks taken while one is held do depend on it (as in
 //!   Linux's lockdep). A try-lock of a lock already held is not a report.
 //! - **Reads**: a [fair read](Access::Read) waits for a queued writer, so it
-//!   is checked like a write, except that it does not block other readers;
-//!   a [recursive read](Access::RecursiveRead) is blocked only by a writer
-//!   holding the lock. A cycle is reported only if every thread in it can
+//!   is checked like a write (a read held by another thread blocks it
+//!   through a writer queued between them); a [recursive
+//!   read](Access::RecursiveRead) is blocked only by a writer holding the
+//!   lock. An acquisition of a lock the thread already holds in a mode
+//!   that lets it through (a reentrant read again, a read under the
+//!   thread's upgradable read) adds no dependency into the lock, as a
+//!   try-lock does not. A cycle is reported only if every thread in it can
 //!   really block the next (see the graph's source for the edge types).
 //! - **Reentrant reads** ([`Access::ReentrantRead`], PerCpuRwLock): a
 //!   thread may read a lock it already read-holds; against other threads
@@ -189,12 +193,28 @@ fn check_thread(
     instance: usize,
     access: Access,
 ) -> Option<Report> {
-    recursion(t, class, instance, access, None)
-        .or_else(|| dependencies(t, class, instance, access, acquire_mode(access)))
+    if let Some(r) = recursion(t, class, instance, access, None) {
+        return Some(r);
+    }
+    // A lock this thread already holds in a mode that lets this
+    // acquisition through never makes it wait: like a try-lock it adds no
+    // dependency into the lock (Linux's lockdep does the same for a
+    // nested recursive read). Otherwise a thread that reads A, locks B and
+    // reads A again would close A -> B -> A with itself.
+    if t.held
+        .iter()
+        .any(|h| h.instance == instance && h.class.index == class.index)
+    {
+        return None;
+    }
+    dependencies(t, class, instance, access, acquire_mode(access))
 }
 
 /// A hold of the same lock (but entry `except`) in a mode that blocks this
-/// acquisition (`graph::blocks_itself`): the innermost such hold.
+/// acquisition (`graph::blocks_itself`): the innermost such hold. None
+/// either if the thread holds an upgradable read of the lock and this is
+/// a read: while it does, no writer can wait or enter, so none of its
+/// reads waits, whatever other reads it holds.
 fn recursion(
     t: &ThreadState,
     class: ClassId,
@@ -202,6 +222,15 @@ fn recursion(
     access: Access,
     except: Option<usize>,
 ) -> Option<Report> {
+    let same = |h: &HeldLock| h.instance == instance && h.class.index == class.index;
+    if access.is_read()
+        && t.held
+            .iter()
+            .enumerate()
+            .any(|(i, h)| Some(i) != except && same(h) && h.access == Access::Upgradable)
+    {
+        return None;
+    }
     let i = t.held.iter().enumerate().rposition(|(i, h)| {
         Some(i) != except
             && h.instance == instance
@@ -322,8 +351,10 @@ fn add_dependency(
 /// An upgradable read of the lock at `instance` is about to wait to become
 /// a write: it waits for the lock's readers (and nothing else), so a read
 /// of it that this thread also holds is reported (recursion), and so are
-/// new dependencies of mode `UPGRADE` from the locks the thread took after
-/// the upgradable read (a reader of this lock may wait for one of them).
+/// new dependencies of mode `UPGRADE` from the locks the thread holds (a
+/// reader of this lock may wait for one of them taken after the
+/// upgradable read; from those taken before, the upgradable read's own
+/// plain dependency already says more).
 /// Then the entry counts as a write. A report that panics first calls
 /// `give_up` (which releases the upgradable read) and removes the entry:
 /// like an acquisition reported before it waits, the upgrade leaves
