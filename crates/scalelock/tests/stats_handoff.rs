@@ -18,69 +18,15 @@
 #![cfg(feature = "stats")]
 
 mod hook_lock;
+mod no_clock_platform;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::thread;
 
 use hook_lock::{class_stats, stats_setup, wait_until};
-use scalelock::platform::{LocalState, Platform, StdPlatform};
-use scalelock::qnode::{NodeIndex, QNode};
+use no_clock_platform::NoClock;
 use scalelock::stats::{self, WaitEvents};
 use scalelock::{ClassRef, LockClass, RawQRwLock};
-
-/// The std platform without a clock: batches end by their poll count only.
-struct NoClock;
-
-// SAFETY: everything is the std platform's (which upholds the contract),
-// except `now_ns`, which is a constant 0 as the trait allows for a platform
-// without a clock.
-unsafe impl Platform for NoClock {
-    fn relax() {
-        StdPlatform::relax()
-    }
-    fn yield_now() {
-        StdPlatform::yield_now()
-    }
-    fn sleep_ns(ns: u64) {
-        StdPlatform::sleep_ns(ns)
-    }
-    fn now_ns() -> u64 {
-        0
-    }
-    fn wait(word: &AtomicU32, expected: u32) {
-        StdPlatform::wait(word, expected)
-    }
-    fn wait_timeout(word: &AtomicU32, expected: u32, timeout_ns: u64) {
-        StdPlatform::wait_timeout(word, expected, timeout_ns)
-    }
-    fn wake_one(word: &AtomicU32) {
-        StdPlatform::wake_one(word)
-    }
-    fn wake_all(word: &AtomicU32) {
-        StdPlatform::wake_all(word)
-    }
-    fn light_fence() {
-        StdPlatform::light_fence()
-    }
-    fn heavy_fence() {
-        StdPlatform::heavy_fence()
-    }
-    fn with_local<R>(f: impl FnOnce(&LocalState) -> R) -> Option<R> {
-        StdPlatform::with_local(f)
-    }
-    fn queue_node() -> Option<NodeIndex> {
-        StdPlatform::queue_node()
-    }
-    fn node(index: NodeIndex) -> &'static QNode {
-        StdPlatform::node(index)
-    }
-    fn cpu_id() -> usize {
-        StdPlatform::cpu_id()
-    }
-    fn cpu_count() -> usize {
-        StdPlatform::cpu_count()
-    }
-}
 
 type Lock = lock_api::RwLock<RawQRwLock<NoClock>, ()>;
 

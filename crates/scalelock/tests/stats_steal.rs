@@ -10,14 +10,14 @@
 #![cfg(feature = "stats")]
 
 mod hook_lock;
+mod no_clock_platform;
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::thread;
 
 use hook_lock::{class_stats, stats_setup, wait_until};
-use scalelock::platform::{LocalState, Platform, StdPlatform};
-use scalelock::qnode::{NodeIndex, QNode};
+use no_clock_platform::{NoClock, StdWaits, Waits};
 use scalelock::{ClassRef, LockClass, RawQSpinLock};
 
 /// Set while the gated threads must stay asleep.
@@ -45,67 +45,30 @@ fn gated_wait() -> bool {
     true
 }
 
-/// The std platform without a clock (batches and the steal wait count
-/// polls), whose gated threads sleep through wake-ups until the gate opens.
-struct Gated;
+/// The waits of [`Gated`]: a gated thread sleeps through wake-ups until
+/// the gate opens, any other waits as on the std platform.
+struct GatedWaits;
 
-// SAFETY: everything is the std platform's (which upholds the contract),
-// except `now_ns`, a constant 0 as the trait allows for a platform without
-// a clock, and a gated thread's `wait` / `wait_timeout`, which return only
-// once the test opens the gate (a late return: the thread was not
+// SAFETY: the std platform's waits, except a gated thread's, which return
+// only once the test opens the gate (a late return: the thread was not
 // scheduled; returning without the word changing is a permitted spurious
 // return).
-unsafe impl Platform for Gated {
-    fn relax() {
-        StdPlatform::relax()
-    }
-    fn yield_now() {
-        StdPlatform::yield_now()
-    }
-    fn sleep_ns(ns: u64) {
-        StdPlatform::sleep_ns(ns)
-    }
-    fn now_ns() -> u64 {
-        0
-    }
+unsafe impl Waits for GatedWaits {
     fn wait(word: &AtomicU32, expected: u32) {
         if !gated_wait() {
-            StdPlatform::wait(word, expected)
+            StdWaits::wait(word, expected)
         }
     }
     fn wait_timeout(word: &AtomicU32, expected: u32, timeout_ns: u64) {
         if !gated_wait() {
-            StdPlatform::wait_timeout(word, expected, timeout_ns)
+            StdWaits::wait_timeout(word, expected, timeout_ns)
         }
     }
-    fn wake_one(word: &AtomicU32) {
-        StdPlatform::wake_one(word)
-    }
-    fn wake_all(word: &AtomicU32) {
-        StdPlatform::wake_all(word)
-    }
-    fn light_fence() {
-        StdPlatform::light_fence()
-    }
-    fn heavy_fence() {
-        StdPlatform::heavy_fence()
-    }
-    fn with_local<R>(f: impl FnOnce(&LocalState) -> R) -> Option<R> {
-        StdPlatform::with_local(f)
-    }
-    fn queue_node() -> Option<NodeIndex> {
-        StdPlatform::queue_node()
-    }
-    fn node(index: NodeIndex) -> &'static QNode {
-        StdPlatform::node(index)
-    }
-    fn cpu_id() -> usize {
-        StdPlatform::cpu_id()
-    }
-    fn cpu_count() -> usize {
-        StdPlatform::cpu_count()
-    }
 }
+
+/// The std platform without a clock (batches and the steal wait count
+/// polls), whose gated threads sleep through wake-ups until the gate opens.
+type Gated = NoClock<GatedWaits>;
 
 type Lock = lock_api::Mutex<RawQSpinLock<Gated>, Vec<&'static str>>;
 
