@@ -118,6 +118,13 @@ struct HeldLock {
     try_lock: bool,
 }
 
+impl HeldLock {
+    /// Whether this entry is the lock at `instance` of class index `class`.
+    fn is(&self, class: u32, instance: usize) -> bool {
+        self.instance == instance && self.class.index == class
+    }
+}
+
 struct ThreadState {
     held: Vec<HeldLock>,
     /// Edges (from, to, type) this thread knows are in the graph: the graph
@@ -201,10 +208,7 @@ fn check_thread(
     // dependency into the lock (Linux's lockdep does the same for a
     // nested recursive read). Otherwise a thread that reads A, locks B and
     // reads A again would close A -> B -> A with itself.
-    if t.held
-        .iter()
-        .any(|h| h.instance == instance && h.class.index == class.index)
-    {
+    if t.held.iter().any(|h| h.is(class.index, instance)) {
         return None;
     }
     dependencies(t, class, instance, access, acquire_mode(access))
@@ -222,20 +226,15 @@ fn recursion(
     access: Access,
     except: Option<usize>,
 ) -> Option<Report> {
-    let same = |h: &HeldLock| h.instance == instance && h.class.index == class.index;
     if access.is_read()
-        && t.held
-            .iter()
-            .enumerate()
-            .any(|(i, h)| Some(i) != except && same(h) && h.access == Access::Upgradable)
+        && t.held.iter().enumerate().any(|(i, h)| {
+            Some(i) != except && h.is(class.index, instance) && h.access == Access::Upgradable
+        })
     {
         return None;
     }
     let i = t.held.iter().enumerate().rposition(|(i, h)| {
-        Some(i) != except
-            && h.instance == instance
-            && h.class.index == class.index
-            && blocks_itself(h.access, access)
+        Some(i) != except && h.is(class.index, instance) && blocks_itself(h.access, access)
     })?;
     Some(Report {
         kind: report::ReportKind::Recursion,
@@ -361,9 +360,10 @@ fn add_dependency(
 /// nothing held.
 pub(crate) fn upgrading(class: u32, instance: usize, give_up: impl FnOnce()) {
     let found = with_thread(|t| {
-        let u = t.held.iter().rposition(|h| {
-            h.instance == instance && h.class.index == class && h.access == Access::Upgradable
-        })?;
+        let u = t
+            .held
+            .iter()
+            .rposition(|h| h.is(class, instance) && h.access == Access::Upgradable)?;
         let id = t.held[u].class;
         let found = recursion(t, id, instance, Access::Write, Some(u))
             .or_else(|| dependencies(t, id, instance, Access::Write, UPGRADE));
@@ -385,9 +385,12 @@ pub(crate) fn upgrading(class: u32, instance: usize, give_up: impl FnOnce()) {
 /// waiting (a try or timed upgrade): the entry counts as a write.
 pub(crate) fn upgraded(class: u32, instance: usize) {
     with_thread(|t| {
-        if let Some(h) = t.held.iter_mut().rev().find(|h| {
-            h.instance == instance && h.class.index == class && h.access == Access::Upgradable
-        }) {
+        if let Some(h) = t
+            .held
+            .iter_mut()
+            .rev()
+            .find(|h| h.is(class, instance) && h.access == Access::Upgradable)
+        {
             h.access = Access::Write;
         }
     });
@@ -412,11 +415,7 @@ pub(crate) fn push(class: ClassId, instance: usize, access: Access, try_lock: bo
 /// found was taken on another thread (its guard was sent here): ignored.
 pub(crate) fn release(class: u32, instance: usize) {
     with_thread(|t| {
-        if let Some(i) = t
-            .held
-            .iter()
-            .rposition(|h| h.instance == instance && h.class.index == class)
-        {
+        if let Some(i) = t.held.iter().rposition(|h| h.is(class, instance)) {
             t.held.remove(i);
         }
     });

@@ -163,21 +163,15 @@ impl Display for Report {
             ReportKind::Recursion => {
                 let held = conflict.map_or(Access::Write, |c| c.access);
                 let why = match (held, self.acquiring.access) {
-                    (
-                        Access::Read | Access::RecursiveRead | Access::ReentrantRead,
-                        Access::Write,
-                    ) => {
+                    (h, Access::Write) if h.is_read() => {
                         "a write (or an upgrade) waits for every reader, this thread's own \
                          read included: it would wait for itself"
                     }
-                    (
-                        Access::Read | Access::RecursiveRead | Access::ReentrantRead,
-                        Access::Upgradable,
-                    ) => {
+                    (h, Access::Upgradable) if h.is_read() => {
                         "an upgradable read queues behind any writer that arrived after the \
                          read, and that writer waits for the read: deadlock"
                     }
-                    (Access::Read | Access::RecursiveRead | Access::ReentrantRead, _) => {
+                    (h, _) if h.is_read() => {
                         "a second fair read queues behind any writer that arrived after the \
                          first read, and that writer waits for the first read: deadlock"
                     }
