@@ -8,7 +8,9 @@
 # their per-pair quotient B/A, each side's ratio to parking_lot, and the
 # per-pair quotient of PerCpuRwLock's own throughput.
 # usage: scripts/ab_percpu.sh COMMIT_A COMMIT_B [PAIRS]
-# env: THREADS (1,2,16), READS (50,90,99,100), RUNTIME_MS (150). Needs python3.
+# env: THREADS (1,2,16), READS (50,90,99,100), RUNTIME_MS (150), ORDER
+# (staggered; random: the bench draws each op, as locktest does; both
+# commits need the bench's ORDER). Needs python3.
 set -euo pipefail
 source "$(dirname "$0")/ab_common.sh"
 # One process per cell (thread count, read share) and side, A and B of a

@@ -21,7 +21,8 @@
 //! Run: `cargo bench -p scalelock --bench percpu_rwlock` (env `ROUNDS`,
 //! `RUNTIME_MS`, `THREADS=1,2,16`, `READS=50,90,95,99,99.9,100` (percent),
 //! `LOCKS=percpu,sharded,qrwlock,std-rwlock,percpu-xen` override;
-//! `SECTIONS=throughput,writes,primitives`).
+//! `SECTIONS=throughput,writes,primitives`; `ORDER=random` draws each op's
+//! kind at random, as locktest does, instead of staggering the writes).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -152,6 +153,52 @@ fn run<L: BenchRw>(threads: usize, write_every: u64, runtime: Duration) -> f64 {
                         countdown -= 1;
                         if countdown == 0 {
                             countdown = write_every;
+                            lock.write();
+                        } else {
+                            sink = sink.wrapping_add(lock.read());
+                        }
+                    }
+                    ops += 64;
+                }
+                black_box(sink);
+                ops
+            })
+        })
+        .collect();
+    barrier.wait();
+    let start = Instant::now();
+    thread::sleep(runtime);
+    stop.store(true, Ordering::Relaxed);
+    let total: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    total as f64 / start.elapsed().as_secs_f64() / 1e6
+}
+
+/// `run` with the writes drawn at random (`ORDER=random`): each op is a
+/// write with probability `1 / write_every`, decided by a xorshift draw,
+/// as locktest and bustle do. Unlike the staggered countdown, the branch
+/// between read and write is unpredictable and the reads between two
+/// writes vary (geometrically), which a lock's adaptive policy sees.
+/// A function of its own, so that the staggered loop's code stays as it
+/// was.
+fn run_random<L: BenchRw>(threads: usize, write_every: u64, runtime: Duration) -> f64 {
+    let lock = Arc::new(L::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let barrier = Arc::new(Barrier::new(threads + 1));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (lock, stop, barrier) = (lock.clone(), stop.clone(), barrier.clone());
+            thread::spawn(move || {
+                let threshold = u64::MAX.checked_div(write_every).unwrap_or(0);
+                let mut rng = (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                let mut ops = 0u64;
+                let mut sink = 0u64;
+                barrier.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..64 {
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        if rng < threshold {
                             lock.write();
                         } else {
                             sink = sink.wrapping_add(lock.read());
@@ -342,13 +389,27 @@ fn main() {
     let runtime = Duration::from_millis(env_u64("RUNTIME_MS", 200));
     let threads = list("THREADS", "1,2,16");
     let sections = env_or("SECTIONS", "throughput,writes,primitives");
+    let random = match env_or("ORDER", "staggered").as_str() {
+        "staggered" => false,
+        "random" => true,
+        o => panic!("ORDER must be staggered or random, not {o}"),
+    };
+    macro_rules! runner {
+        ($ty:ty) => {
+            if random {
+                run_random::<$ty> as Runner
+            } else {
+                run::<$ty>
+            }
+        };
+    }
     let all: Vec<(&str, Runner)> = vec![
-        ("pl-rwlock", run::<parking_lot::RwLock<Data>>),
-        ("percpu", run::<PerCpuRwLock<Data>>),
-        ("sharded", run::<crossbeam_utils::sync::ShardedLock<Data>>),
-        ("qrwlock", run::<scalelock::QRwLock<Data>>),
-        ("std-rwlock", run::<std::sync::RwLock<Data>>),
-        ("percpu-xen", run::<Xen>),
+        ("pl-rwlock", runner!(parking_lot::RwLock<Data>)),
+        ("percpu", runner!(PerCpuRwLock<Data>)),
+        ("sharded", runner!(crossbeam_utils::sync::ShardedLock<Data>)),
+        ("qrwlock", runner!(scalelock::QRwLock<Data>)),
+        ("std-rwlock", runner!(std::sync::RwLock<Data>)),
+        ("percpu-xen", runner!(Xen)),
     ];
     // pl-rwlock, sharded and qrwlock (the baselines) always run.
     let wanted = env_or("LOCKS", "percpu,sharded,qrwlock");
@@ -361,8 +422,13 @@ fn main() {
     let idx = |name: &str| locks.iter().position(|(n, _)| *n == name).unwrap();
     let (pl, sharded, qrw) = (idx("pl-rwlock"), idx("sharded"), idx("qrwlock"));
     println!(
-        "# {rounds} rounds x {} ms, median over rounds; ratios are taken within each round",
-        runtime.as_millis()
+        "# {rounds} rounds x {} ms, median over rounds; ratios are taken within each round; writes {}",
+        runtime.as_millis(),
+        if random {
+            "at random (ORDER=random)"
+        } else {
+            "staggered (every n-th op)"
+        }
     );
     if sections.contains("throughput") {
         println!("\n## Throughput\n");
