@@ -237,7 +237,7 @@ use crate::events::Events;
 use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qrwlock::QRwCore;
-use crate::reader_table::{ReaderTable, Slot, counted_marker, table_at};
+use crate::reader_table::{ReaderTable, Slot, listed_marker, table_at};
 use crate::sync::atomic::{AtomicU64, Ordering, fence};
 use crate::wait::parking::{park_for, prepare as park_prepare, unpark_all};
 use crate::wait::{Backoff, Deadline, TUNING};
@@ -366,10 +366,11 @@ impl<T, P: Platform> PerCpuRwLockExt<T> for lock_api::RwLock<RawPerCpuRwLock<P>,
     }
 }
 
-/// Guard state of a shared acquisition: the slot the read used, the marker
-/// slot of a counted read (it holds the underlying read lock, counted
-/// thread-locally), or none (it holds the underlying read lock, recorded in
-/// the thread-local list). Not `Send` (unlocking writes the slot or the
+/// Guard state of a shared acquisition: the slot the read used, none for a
+/// counted read (it holds the underlying read lock, counted thread-locally:
+/// the common inhibited read, whose release then tests one pointer), or
+/// the marker slot of a listed read (it holds the underlying read lock,
+/// recorded in the thread-local list). Not `Send` (unlocking writes the slot or the
 /// thread-local state, which only its owner thread may do),
 /// but `Sync`: a read guard can be shared with other threads by reference,
 /// as std's and parking_lot's can.
@@ -389,19 +390,21 @@ impl PerCpuReadToken {
             _not_send: PhantomData,
         }
     }
+    /// A read of the underlying lock recorded in the thread-local list: it
+    /// names the marker slot.
     #[inline]
     fn underlying() -> Self {
+        Self::slot(listed_marker())
+    }
+    /// A read of the underlying lock recorded only in the thread's count
+    /// (`CountedReads`): it names no slot.
+    #[inline]
+    fn counted() -> Self {
         Self {
             slot: None,
             held: Held::NONE,
             _not_send: PhantomData,
         }
-    }
-    /// A read of the underlying lock recorded only in the thread's count
-    /// (`CountedReads`): it names the marker slot.
-    #[inline]
-    fn counted() -> Self {
-        Self::slot(counted_marker())
     }
 }
 
@@ -503,8 +506,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     #[inline]
     fn took_fast_path(token: &PerCpuReadToken) -> bool {
         token.slot.is_some_and(|s| {
-            !core::ptr::eq(s, counted_marker())
-                && s.word().load(Ordering::Relaxed) & UNDERLYING == 0
+            !core::ptr::eq(s, listed_marker()) && s.word().load(Ordering::Relaxed) & UNDERLYING == 0
         })
     }
 
@@ -1509,31 +1511,32 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // The slot read's and the counted read's releases inline (the
         // read guard's drop then inlines into the caller); every other
         // read's one call away.
-        if let Some(slot) = slot {
-            let cur = slot.word().load(Ordering::Relaxed);
-            // 0: the counted reads' marker (below).
-            debug_assert!(
-                cur == 0 || (cur ^ self.state.load(Ordering::Relaxed)) & ID_MASK == 0,
-                "read token names another lock's slot"
-            );
-            // Biased first, the common read of a read-mostly lock.
-            if cur & (DEPTH_MASK | UNDERLYING | BIASED) == ONE_DEPTH | BIASED {
-                release_slot::<P>(slot, true);
-                return;
+        match slot {
+            Some(slot) => {
+                let cur = slot.word().load(Ordering::Relaxed);
+                // 0: the listed reads' marker (`release_other_read`).
+                debug_assert!(
+                    cur == 0 || (cur ^ self.state.load(Ordering::Relaxed)) & ID_MASK == 0,
+                    "read token names another lock's slot"
+                );
+                // Biased first, the common read of a read-mostly lock.
+                if cur & (DEPTH_MASK | UNDERLYING | BIASED) == ONE_DEPTH | BIASED {
+                    release_slot::<P>(slot, true);
+                    return;
+                }
+                if cur & (DEPTH_MASK | UNDERLYING) == ONE_DEPTH {
+                    release_slot::<P>(slot, false);
+                    return;
+                }
             }
-            if cur & (DEPTH_MASK | UNDERLYING) == ONE_DEPTH {
-                release_slot::<P>(slot, false);
-                return;
-            }
-            if cur == 0 && !fair {
-                // Only the counted reads' marker slot is 0 under a read
-                // token (a slot that records a read names its lock):
-                // release as `release_other_read` does.
-                debug_assert!(core::ptr::eq(slot, counted_marker()));
+            None if !fair => {
+                // A counted read (the common inhibited read): as
+                // `release_other_read` releases it.
                 let _ = P::with_local(|l| l.counted_reads.leave());
                 self.unlock_underlying(false);
                 return;
             }
+            None => {}
         }
         // SAFETY: the caller's contract.
         unsafe { self.release_other_read(slot, fair) };
@@ -1546,18 +1549,18 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     #[inline(never)]
     unsafe fn release_other_read(&self, slot: Option<&'static Slot>, fair: bool) {
         let Some(slot) = slot else {
-            // SAFETY: a token without a slot holds the underlying read lock,
-            // whose guard state is the stateless `GuardSend`.
-            unsafe { self.unlock_underlying_listed(fair) };
-            return;
-        };
-        if core::ptr::eq(slot, counted_marker()) {
             // A counted read: the count, then the underlying read lock (the
             // count is this thread's alone; no order is needed, and this
             // one keeps its update off the path between the lock's two
             // RMWs of the next read).
             let _ = P::with_local(|l| l.counted_reads.leave());
             self.unlock_underlying(fair);
+            return;
+        };
+        if core::ptr::eq(slot, listed_marker()) {
+            // SAFETY: a listed read holds the underlying read lock, whose
+            // guard state is the stateless `GuardSend`.
+            unsafe { self.unlock_underlying_listed(fair) };
             return;
         }
         let cur = slot.word().load(Ordering::Relaxed);

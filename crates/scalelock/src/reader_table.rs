@@ -793,19 +793,22 @@ impl CountedReads {
     }
 }
 
-/// The slot a read token names when its read is only counted
-/// ([`CountedReads`]): in no table, never written (its word stays 0).
+/// The slot a read token names when its read holds the underlying read
+/// lock and is recorded in the thread-local list (no slot of its own): in
+/// no table, never written (its word stays 0). A counted read's token
+/// names no slot, so that its release, the common inhibited one, needs a
+/// single test.
 #[cfg(not(any(loom, shuttle)))]
-static COUNTED: Slot = Slot::new();
+static LISTED: Slot = Slot::new();
 #[cfg(any(loom, shuttle))]
 crate::sync::model_lazy_static! {
-    static ref COUNTED: Slot = Slot::new();
+    static ref LISTED: Slot = Slot::new();
 }
 
-/// The marker slot of counted reads (see [`COUNTED`]).
+/// The marker slot of listed reads (see [`LISTED`]).
 #[inline(always)]
-pub(crate) fn counted_marker() -> &'static Slot {
-    &COUNTED
+pub(crate) fn listed_marker() -> &'static Slot {
+    &LISTED
 }
 
 /// Per-thread slot indices for the std platform.

@@ -150,9 +150,15 @@ fn fast(token: &PerCpuReadToken) -> bool {
 
 /// Whether a read is only counted (`CountedReads`): an inhibited read.
 fn counted(token: &PerCpuReadToken) -> bool {
+    token.slot.is_none()
+}
+
+/// Whether a read holds the underlying lock recorded in the thread-local
+/// list (no slot of its own to record it in).
+fn listed(token: &PerCpuReadToken) -> bool {
     token
         .slot
-        .is_some_and(|s| core::ptr::eq(s, counted_marker()))
+        .is_some_and(|s| core::ptr::eq(s, listed_marker()))
 }
 
 /// A lock on table `table`, left inhibited by two writes back to back (see
@@ -892,10 +898,7 @@ fn nested_locks_of_one_table_fall_back() {
     let tb = b.lock_shared();
     let tc = c.lock_shared();
     assert!(fast(&ta));
-    assert!(
-        tb.slot.is_none(),
-        "the slot is busy with `a`: underlying lock"
-    );
+    assert!(listed(&tb), "the slot is busy with `a`: underlying lock");
     assert!(fast(&tc), "another table has its own slot");
     assert!(b.is_locked() && a.is_locked() && c.is_locked());
     assert!(b.try_lock_exclusive().is_none());
@@ -920,7 +923,7 @@ fn recursion_through_underlying_lock_passes_a_queued_writer() {
     let b = Arc::new(Raw::new());
     let ta = a.lock_shared();
     let tb1 = b.lock_shared();
-    assert!(tb1.slot.is_none(), "the slot is busy with `a`");
+    assert!(listed(&tb1), "the slot is busy with `a`");
     let writer = {
         let b = b.clone();
         thread::spawn(move || {
@@ -1148,7 +1151,7 @@ fn exited_threads_give_their_slot_back() {
         let lock = lock.clone();
         thread::spawn(move || {
             let t = lock.lock_shared();
-            assert!(t.slot.is_some(), "indices are recycled at thread exit");
+            assert!(!listed(&t), "indices are recycled at thread exit");
             // SAFETY: from `lock_shared` above.
             unsafe { lock.unlock_shared(t) };
         })
