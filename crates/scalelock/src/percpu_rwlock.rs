@@ -153,6 +153,10 @@
 //! 3. While a writer holds the lock, no slot names it without `UNDERLYING`,
 //!    and `FAST` is clear or the writer is the one who will clear it before
 //!    returning from `lock_exclusive`.
+//! 4. `FAST` clear implies the lock has its id: every constructor sets
+//!    `FAST`, and only a revocation clears it, after `ensure_id` (no write
+//!    of the state drops the id). So an inhibited state is one test,
+//!    `FAST` clear, on the inline read and write paths.
 //!
 //! # Why it is correct
 //! A fast reader does `store slot; fence; load state`, a revoking writer
@@ -669,9 +673,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// those rarer paths) and the rest.
     #[inline(always)]
     fn try_read_counted(&self, s: u64) -> Option<PerCpuReadToken> {
-        if s & FAST != 0 || s & ID_MASK == 0 {
+        if s & FAST != 0 {
             return None;
         }
+        // Invariant 4.
+        debug_assert_ne!(s & ID_MASK, 0, "an inhibited lock without an id");
         self.read_inhibited(s)
     }
 
@@ -946,7 +952,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // slot; keep the window and mode. Inline whatever the compiler
         // makes of the rest.
         let s = self.state.load(Ordering::Relaxed);
-        if s & FAST == 0 && s & ID_MASK != 0 {
+        if s & FAST == 0 {
+            // Invariant 4.
+            debug_assert_ne!(s & ID_MASK, 0, "an inhibited lock without an id");
             return s;
         }
         self.revoke_and_decide_slow()
