@@ -128,9 +128,15 @@ impl BenchRw for crossbeam_utils::sync::ShardedLock<Data> {
     }
 }
 
-/// Runs `threads` threads for `runtime`, each writing every `write_every`-th
-/// op (0: never); returns total Mops/s.
-fn run<L: BenchRw>(threads: usize, write_every: u64, runtime: Duration) -> f64 {
+/// Runs `threads` threads for `runtime`, each running `worker(thread
+/// index, lock, stop flag)` until the flag is set; returns total Mops/s
+/// (the sum of the workers' operation counts over the time). Generic over
+/// the worker, so each loop is compiled into its thread's body.
+fn timed<L, W>(threads: usize, runtime: Duration, worker: W) -> f64
+where
+    L: BenchRw,
+    W: Fn(usize, &L, &AtomicBool) -> u64 + Copy + Send + 'static,
+{
     let lock = Arc::new(L::new());
     let stop = Arc::new(AtomicBool::new(false));
     let barrier = Arc::new(Barrier::new(threads + 1));
@@ -138,30 +144,8 @@ fn run<L: BenchRw>(threads: usize, write_every: u64, runtime: Duration) -> f64 {
         .map(|t| {
             let (lock, stop, barrier) = (lock.clone(), stop.clone(), barrier.clone());
             thread::spawn(move || {
-                // Stagger the writers so 1% means 1% of the mix, not bursts;
-                // a countdown, not a division per op.
-                let mut countdown: u64 = if write_every == 0 {
-                    u64::MAX
-                } else {
-                    1 + (t as u64 * 37) % write_every
-                };
-                let mut ops = 0u64;
-                let mut sink = 0u64;
                 barrier.wait();
-                while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..64 {
-                        countdown -= 1;
-                        if countdown == 0 {
-                            countdown = write_every;
-                            lock.write();
-                        } else {
-                            sink = sink.wrapping_add(lock.read());
-                        }
-                    }
-                    ops += 64;
-                }
-                black_box(sink);
-                ops
+                worker(t, &lock, &stop)
             })
         })
         .collect();
@@ -173,50 +157,63 @@ fn run<L: BenchRw>(threads: usize, write_every: u64, runtime: Duration) -> f64 {
     total as f64 / start.elapsed().as_secs_f64() / 1e6
 }
 
+/// Runs `threads` threads for `runtime`, each writing every `write_every`-th
+/// op (0: never); returns total Mops/s.
+fn run<L: BenchRw>(threads: usize, write_every: u64, runtime: Duration) -> f64 {
+    timed(threads, runtime, move |t, lock: &L, stop| {
+        // Stagger the writers so 1% means 1% of the mix, not bursts;
+        // a countdown, not a division per op.
+        let mut countdown: u64 = if write_every == 0 {
+            u64::MAX
+        } else {
+            1 + (t as u64 * 37) % write_every
+        };
+        let mut ops = 0u64;
+        let mut sink = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            for _ in 0..64 {
+                countdown -= 1;
+                if countdown == 0 {
+                    countdown = write_every;
+                    lock.write();
+                } else {
+                    sink = sink.wrapping_add(lock.read());
+                }
+            }
+            ops += 64;
+        }
+        black_box(sink);
+        ops
+    })
+}
+
 /// `run` with the writes drawn at random (`ORDER=random`): each op is a
 /// write with probability `1 / write_every`, decided by a xorshift draw,
 /// as locktest and bustle do. Unlike the staggered countdown, the branch
 /// between read and write is unpredictable and the reads between two
 /// writes vary (geometrically), which a lock's adaptive policy sees.
-/// A function of its own, so that the staggered loop's code stays as it
-/// was.
 fn run_random<L: BenchRw>(threads: usize, write_every: u64, runtime: Duration) -> f64 {
-    let lock = Arc::new(L::new());
-    let stop = Arc::new(AtomicBool::new(false));
-    let barrier = Arc::new(Barrier::new(threads + 1));
-    let handles: Vec<_> = (0..threads)
-        .map(|t| {
-            let (lock, stop, barrier) = (lock.clone(), stop.clone(), barrier.clone());
-            thread::spawn(move || {
-                let threshold = u64::MAX.checked_div(write_every).unwrap_or(0);
-                let mut rng = (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                let mut ops = 0u64;
-                let mut sink = 0u64;
-                barrier.wait();
-                while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..64 {
-                        rng ^= rng << 13;
-                        rng ^= rng >> 7;
-                        rng ^= rng << 17;
-                        if rng < threshold {
-                            lock.write();
-                        } else {
-                            sink = sink.wrapping_add(lock.read());
-                        }
-                    }
-                    ops += 64;
+    let threshold = u64::MAX.checked_div(write_every).unwrap_or(0);
+    timed(threads, runtime, move |t, lock: &L, stop| {
+        let mut rng = (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut ops = 0u64;
+        let mut sink = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            for _ in 0..64 {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                if rng < threshold {
+                    lock.write();
+                } else {
+                    sink = sink.wrapping_add(lock.read());
                 }
-                black_box(sink);
-                ops
-            })
-        })
-        .collect();
-    barrier.wait();
-    let start = Instant::now();
-    thread::sleep(runtime);
-    stop.store(true, Ordering::Relaxed);
-    let total: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
-    total as f64 / start.elapsed().as_secs_f64() / 1e6
+            }
+            ops += 64;
+        }
+        black_box(sink);
+        ops
+    })
 }
 
 /// ns per write lock+unlock, one thread, no readers.
