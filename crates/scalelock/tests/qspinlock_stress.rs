@@ -4,8 +4,8 @@
 #![cfg(not(loom))]
 
 use std::cell::UnsafeCell;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
@@ -200,12 +200,18 @@ fn no_thread_starves() {
     let lock = Arc::new(QSpinLock::new(0u64));
     let stop = Arc::new(AtomicBool::new(false));
     let threads = 8;
+    // Every thread starts at the barrier: spawned one after another while
+    // the first ones already hammer the lock, the last could start late
+    // (on a loaded machine, by much of the run) and look starved.
+    let start = Arc::new(Barrier::new(threads + 1));
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             let lock = lock.clone();
             let stop = stop.clone();
+            let start = start.clone();
             thread::spawn(move || {
                 let mut mine = 0u64;
+                start.wait();
                 while !stop.load(Ordering::Relaxed) {
                     *lock.lock() += 1;
                     mine += 1;
@@ -214,6 +220,7 @@ fn no_thread_starves() {
             })
         })
         .collect();
+    start.wait();
     thread::sleep(Duration::from_millis(500));
     stop.store(true, Ordering::Relaxed);
     let counts: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
