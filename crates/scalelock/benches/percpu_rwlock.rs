@@ -25,8 +25,8 @@
 //! kind at random, as locktest does, instead of staggering the writes).
 
 use std::hint::black_box;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -34,7 +34,7 @@ use crossbeam_utils::CachePadded;
 use scalelock::{PerCpuRwLock, PerCpuRwLockExt, ReaderTable};
 
 mod common;
-use common::{alternating, env_or, env_u64, list, median};
+use common::{alternating, env_or, env_u64, list, median, timed};
 
 type Data = [u64; 4];
 
@@ -128,39 +128,11 @@ impl BenchRw for crossbeam_utils::sync::ShardedLock<Data> {
     }
 }
 
-/// Runs `threads` threads for `runtime`, each running `worker(thread
-/// index, lock, stop flag)` until the flag is set; returns total Mops/s
-/// (the sum of the workers' operation counts over the time). Generic over
-/// the worker, so each loop is compiled into its thread's body.
-fn timed<L, W>(threads: usize, runtime: Duration, worker: W) -> f64
-where
-    L: BenchRw,
-    W: Fn(usize, &L, &AtomicBool) -> u64 + Copy + Send + 'static,
-{
-    let lock = Arc::new(L::new());
-    let stop = Arc::new(AtomicBool::new(false));
-    let barrier = Arc::new(Barrier::new(threads + 1));
-    let handles: Vec<_> = (0..threads)
-        .map(|t| {
-            let (lock, stop, barrier) = (lock.clone(), stop.clone(), barrier.clone());
-            thread::spawn(move || {
-                barrier.wait();
-                worker(t, &lock, &stop)
-            })
-        })
-        .collect();
-    barrier.wait();
-    let start = Instant::now();
-    thread::sleep(runtime);
-    stop.store(true, Ordering::Relaxed);
-    let total: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
-    total as f64 / start.elapsed().as_secs_f64() / 1e6
-}
-
 /// Runs `threads` threads for `runtime`, each writing every `write_every`-th
 /// op (0: never); returns total Mops/s.
 fn run<L: BenchRw>(threads: usize, write_every: u64, runtime: Duration) -> f64 {
-    timed(threads, runtime, move |t, lock: &L, stop| {
+    let lock = Arc::new(L::new());
+    let counts = timed(threads, runtime, lock, move |t, lock: &L, stop| {
         // Stagger the writers so 1% means 1% of the mix, not bursts;
         // a countdown, not a division per op.
         let mut countdown: u64 = if write_every == 0 {
@@ -184,7 +156,8 @@ fn run<L: BenchRw>(threads: usize, write_every: u64, runtime: Duration) -> f64 {
         }
         black_box(sink);
         ops
-    })
+    });
+    counts.mops()
 }
 
 /// `run` with the writes drawn at random (`ORDER=random`): each op is a
@@ -194,7 +167,8 @@ fn run<L: BenchRw>(threads: usize, write_every: u64, runtime: Duration) -> f64 {
 /// writes vary (geometrically), which a lock's adaptive policy sees.
 fn run_random<L: BenchRw>(threads: usize, write_every: u64, runtime: Duration) -> f64 {
     let threshold = u64::MAX.checked_div(write_every).unwrap_or(0);
-    timed(threads, runtime, move |t, lock: &L, stop| {
+    let lock = Arc::new(L::new());
+    let counts = timed(threads, runtime, lock, move |t, lock: &L, stop| {
         let mut rng = (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let mut ops = 0u64;
         let mut sink = 0u64;
@@ -213,7 +187,8 @@ fn run_random<L: BenchRw>(threads: usize, write_every: u64, runtime: Duration) -
         }
         black_box(sink);
         ops
-    })
+    });
+    counts.mops()
 }
 
 /// ns per write lock+unlock, one thread, no readers.

@@ -10,15 +10,14 @@
 //! `RUNTIME_MS`, `THREADS=2,16`, `READS=50,95,100` override the defaults).
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
 mod common;
-use common::{alternating, env_u64, list, median};
+use common::{alternating, env_u64, list, median, timed};
 
 type Data = [u64; 4];
 
@@ -75,43 +74,30 @@ struct Sample {
 }
 
 fn sample<L: BenchRw>(threads: usize, read_pct: u64, runtime: Duration) -> Sample {
-    let lock = Arc::new(L::new());
-    let stop = Arc::new(AtomicBool::new(false));
-    let barrier = Arc::new(Barrier::new(threads + 1));
-    let handles: Vec<_> = (0..threads)
-        .map(|t| {
-            let (lock, stop, barrier) = (lock.clone(), stop.clone(), barrier.clone());
-            thread::spawn(move || {
-                let mut ops = CachePadded::new(0u64);
-                let mut rng = (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                barrier.wait();
-                while !stop.load(Ordering::Relaxed) {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    if rng % 100 < read_pct {
-                        black_box(lock.read());
-                    } else {
-                        lock.write();
-                    }
-                    *ops += 1;
+    let counts = timed(
+        threads,
+        runtime,
+        Arc::new(L::new()),
+        move |t, lock: &L, stop| {
+            let mut ops = CachePadded::new(0u64);
+            let mut rng = (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            while !stop.load(Ordering::Relaxed) {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                if rng % 100 < read_pct {
+                    black_box(lock.read());
+                } else {
+                    lock.write();
                 }
-                *ops
-            })
-        })
-        .collect();
-    barrier.wait();
-    let start = Instant::now();
-    thread::sleep(runtime);
-    stop.store(true, Ordering::Relaxed);
-    let counts: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    let elapsed = start.elapsed().as_secs_f64();
-    let total: u64 = counts.iter().sum();
-    let min = *counts.iter().min().unwrap() as f64;
-    let max = (*counts.iter().max().unwrap()).max(1) as f64;
+                *ops += 1;
+            }
+            *ops
+        },
+    );
     Sample {
-        mops: total as f64 / elapsed / 1e6,
-        fairness: min / max,
+        mops: counts.mops(),
+        fairness: counts.fairness(),
     }
 }
 

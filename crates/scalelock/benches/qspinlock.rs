@@ -8,15 +8,14 @@
 //! `ROUNDS`, `RUNTIME_MS`, `THREADS=1,2,16` override the defaults).
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
 mod common;
-use common::{alternating, env_u64, list, median};
+use common::{alternating, env_u64, list, median, timed};
 
 trait BenchMutex: Send + Sync + 'static {
     fn new() -> Self;
@@ -53,51 +52,24 @@ impl BenchMutex for std::sync::Mutex<u64> {
     }
 }
 
-/// Runs `threads` threads for `runtime`; returns per-thread op counts.
-fn run<M: BenchMutex>(threads: usize, runtime: Duration) -> Vec<u64> {
-    let lock = Arc::new(M::new());
-    let stop = Arc::new(AtomicBool::new(false));
-    let barrier = Arc::new(Barrier::new(threads + 1));
-    let handles: Vec<_> = (0..threads)
-        .map(|_| {
-            let (lock, stop, barrier) = (lock.clone(), stop.clone(), barrier.clone());
-            thread::spawn(move || {
-                let mut ops = CachePadded::new(0u64);
-                barrier.wait();
-                while !stop.load(Ordering::Relaxed) {
-                    // load = 1: one unit of work on the protected data.
-                    lock.with(|v| *v = black_box(v.wrapping_mul(31).wrapping_add(1)));
-                    *ops += 1;
-                }
-                *ops
-            })
-        })
-        .collect();
-    barrier.wait();
-    let start = Instant::now();
-    thread::sleep(runtime);
-    stop.store(true, Ordering::Relaxed);
-    let counts: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    let elapsed = start.elapsed().as_secs_f64();
-    counts
-        .into_iter()
-        .map(|c| (c as f64 / elapsed * runtime.as_secs_f64()) as u64)
-        .collect()
-}
-
 struct Sample {
     mops: f64,
     fairness: f64,
 }
 
 fn sample<M: BenchMutex>(threads: usize, runtime: Duration) -> Sample {
-    let counts = run::<M>(threads, runtime);
-    let total: u64 = counts.iter().sum();
-    let min = *counts.iter().min().unwrap() as f64;
-    let max = (*counts.iter().max().unwrap()).max(1) as f64;
+    let counts = timed(threads, runtime, Arc::new(M::new()), |_, lock: &M, stop| {
+        let mut ops = CachePadded::new(0u64);
+        while !stop.load(Ordering::Relaxed) {
+            // load = 1: one unit of work on the protected data.
+            lock.with(|v| *v = black_box(v.wrapping_mul(31).wrapping_add(1)));
+            *ops += 1;
+        }
+        *ops
+    });
     Sample {
-        mops: total as f64 / runtime.as_secs_f64() / 1e6,
-        fairness: min / max,
+        mops: counts.mops(),
+        fairness: counts.fairness(),
     }
 }
 

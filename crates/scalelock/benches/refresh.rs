@@ -15,15 +15,14 @@
 //! `THINK_NS=0,2000`).
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
-use std::thread;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
 mod common;
-use common::{alternating, env_u64, list, median};
+use common::{alternating, env_u64, list, median, timed};
 
 /// Iterations of the `work` loop per µs, calibrated once. (Not a clock loop:
 /// on this VM clock reads serialise across CPUs, so two threads "working"
@@ -118,35 +117,25 @@ struct Sample {
 }
 
 fn sample<R: Refresher>(threads: usize, ns: u64, think_ns: u64, runtime: Duration) -> Sample {
-    let r = Arc::new(R::new());
-    let updates = Arc::new(AtomicU64::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let barrier = Arc::new(Barrier::new(threads + 1));
-    let hs: Vec<_> = (0..threads)
-        .map(|_| {
-            let (r, updates, stop, barrier) =
-                (r.clone(), updates.clone(), stop.clone(), barrier.clone());
-            thread::spawn(move || {
-                let mut ops = CachePadded::new(0u64);
-                barrier.wait();
-                while !stop.load(Ordering::Relaxed) {
-                    black_box(r.fresh(ns, &updates));
-                    *ops += 1;
-                    think(think_ns);
-                }
-                *ops
-            })
-        })
-        .collect();
-    barrier.wait();
-    let start = Instant::now();
-    thread::sleep(runtime);
-    stop.store(true, Ordering::Relaxed);
-    let calls: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
-    let el = start.elapsed().as_secs_f64();
+    let shared = Arc::new((R::new(), AtomicU64::new(0)));
+    let counts = timed(
+        threads,
+        runtime,
+        shared.clone(),
+        move |_, (r, updates): &(R, AtomicU64), stop| {
+            let mut ops = CachePadded::new(0u64);
+            while !stop.load(Ordering::Relaxed) {
+                black_box(r.fresh(ns, updates));
+                *ops += 1;
+                think(think_ns);
+            }
+            *ops
+        },
+    );
+    let calls: u64 = counts.per_thread.iter().sum();
     Sample {
-        mcalls: calls as f64 / el / 1e6,
-        calls_per_update: calls as f64 / updates.load(Ordering::Relaxed).max(1) as f64,
+        mcalls: counts.mops(),
+        calls_per_update: calls as f64 / shared.1.load(Ordering::Relaxed).max(1) as f64,
     }
 }
 

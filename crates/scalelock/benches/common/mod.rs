@@ -1,6 +1,12 @@
 //! What the side-by-side benchmarks share: settings from the environment,
-//! rounds that alternate the order of the contenders, and medians.
+//! rounds that alternate the order of the contenders, timed runs of
+//! threads, and medians.
 #![allow(dead_code)] // each bench uses its own subset
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
 
 /// `key` from the environment, or `default`.
 pub fn env_or(key: &str, default: &str) -> String {
@@ -63,4 +69,58 @@ pub fn alternating<S>(
         }
     }
     samples
+}
+
+/// What one timed run of threads did: each thread's operation count and
+/// the time from their common start to the last one's exit.
+pub struct Counts {
+    pub per_thread: Vec<u64>,
+    pub elapsed: Duration,
+}
+
+impl Counts {
+    /// All threads' operations per second, in millions.
+    pub fn mops(&self) -> f64 {
+        self.per_thread.iter().sum::<u64>() as f64 / self.elapsed.as_secs_f64() / 1e6
+    }
+
+    /// The slowest thread's operations over the fastest's (1.0 = equal).
+    pub fn fairness(&self) -> f64 {
+        let min = *self.per_thread.iter().min().unwrap() as f64;
+        let max = (*self.per_thread.iter().max().unwrap()).max(1) as f64;
+        min / max
+    }
+}
+
+/// Runs `threads` threads over `shared` for `runtime` (keep a clone of
+/// it to look at it afterwards): all wait at a
+/// barrier, then each runs `worker(thread index, &shared, stop flag)`,
+/// which loops until the flag is set and returns its operation count.
+/// Generic over the worker (not a function pointer), so each loop is
+/// compiled into its thread's body, as a hand-written one would be.
+pub fn timed<S, W>(threads: usize, runtime: Duration, shared: Arc<S>, worker: W) -> Counts
+where
+    S: Send + Sync + 'static,
+    W: Fn(usize, &S, &AtomicBool) -> u64 + Copy + Send + 'static,
+{
+    let stop = Arc::new(AtomicBool::new(false));
+    let barrier = Arc::new(Barrier::new(threads + 1));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (shared, stop, barrier) = (shared.clone(), stop.clone(), barrier.clone());
+            thread::spawn(move || {
+                barrier.wait();
+                worker(t, &shared, &stop)
+            })
+        })
+        .collect();
+    barrier.wait();
+    let start = Instant::now();
+    thread::sleep(runtime);
+    stop.store(true, Ordering::Relaxed);
+    let per_thread = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    Counts {
+        per_thread,
+        elapsed: start.elapsed(),
+    }
 }
