@@ -534,17 +534,36 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // Statistics alone: a read that gets the lock without waiting is
         // counted after it, with no `Pending` kept across it (the closures
         // handed to the out-of-line modes would keep one on the stack).
+        // Which of `try_lock_shared_fast`'s two reads got the lock says
+        // which path it took (the slot read never holds the underlying
+        // lock, the inhibited read always does), with no reload of the
+        // slot word just stored (`took_fast_path`).
         if hook::stats_only()
-            && let Some(mut token) = self.try_lock_shared_fast()
+            && let Some((mut token, fast)) =
+                match self.try_read_slot(self.state.load(Ordering::Relaxed)) {
+                    Some(slot) => Some((PerCpuReadToken::slot(slot), true)),
+                    None => self.try_read_inhibited().map(|token| (token, false)),
+                }
         {
+            debug_assert_eq!(fast, Self::took_fast_path(&token));
             token.held = hook::per_cpu_read_counted(
                 self.class,
                 LockKind::PerCpuRwLock,
                 Access::ReentrantRead,
-                Self::took_fast_path(&token),
+                fast,
             );
             return token;
         }
+        self.lock_shared_recorded()
+    }
+
+    /// `lock_shared_hooked` once the statistics-only read did not apply:
+    /// the read with a `Pending` (lockdep, or a wait to time). Out of line,
+    /// so that the statistics-only read stays a small function with few
+    /// registers to save.
+    #[cold]
+    #[inline(never)]
+    fn lock_shared_recorded(&self) -> PerCpuReadToken {
         // Reads are reentrant reads to lockdep: a read of a lock the
         // thread already read-holds never waits (see "Recursive reads"),
         // a first one may wait behind a writer.

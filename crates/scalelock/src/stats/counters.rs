@@ -16,8 +16,9 @@
 //! a few ns that an uncontended lock does not have to spare, so it is
 //! inlined into the lock and kept short. A class's registry index is cached
 //! in its `LockClass` (one load); each thread has a small array of
-//! counters ([`FastCounts`]: read and write acquisitions and per-CPU fast
-//! and fallback reads of the first [`FAST_CLASSES`] classes) inside a `const`-initialised
+//! counters ([`FastCounts`]: read and write acquisitions, and per-CPU
+//! fast and fallback reads, which count as read acquisitions too, of the
+//! first [`FAST_CLASSES`] classes) inside a `const`-initialised
 //! thread-local without a destructor (`RECENT`; std compiles such a
 //! `thread_local!` to a plain TLS access, with no lazy-initialisation or
 //! destructor-registration check), next to the hold-sampling countdown.
@@ -227,10 +228,12 @@ pub(crate) const FAST_COUNTERS: usize = 4;
 pub(crate) const FAST_READS: usize = 0;
 /// [`FastCounts`] counter: write acquisitions.
 pub(crate) const FAST_WRITES: usize = 1;
-/// [`FastCounts`] counter: per-CPU reads that took their slot's fast path.
+/// [`FastCounts`] counter: uncontended per-CPU read acquisitions that took
+/// their slot's fast path (each a read acquisition and a fast read).
 pub(crate) const FAST_PERCPU_READS: usize = 2;
-/// [`FastCounts`] counter: per-CPU reads that fell back to the underlying
-/// lock.
+/// [`FastCounts`] counter: uncontended per-CPU read acquisitions that fell
+/// back to the underlying lock (each a read acquisition and a fallback
+/// read).
 pub(crate) const FAST_FALLBACK_READS: usize = 3;
 
 /// A thread's counters of the uncontended path: acquisitions and fast
@@ -621,26 +624,31 @@ fn per_cpu_index(fast: bool) -> usize {
 }
 
 /// An uncontended per-CPU read, `fast` if it took its slot's fast path:
-/// counts the fast or fallback read and the read acquisition with one
-/// thread-local access; returns the clock if this hold is sampled, else 0
-/// (as `acquired_uncontended`).
+/// counts the read acquisition and its path with one increment, of
+/// `FAST_PERCPU_READS` or `FAST_FALLBACK_READS` (a snapshot counts each of
+/// those as a read acquisition too; a second increment was a second chain
+/// through memory on the cheapest path there is); returns the clock if this
+/// hold is sampled, else 0 (as `acquired_uncontended`).
 #[inline(always)]
 pub(crate) fn per_cpu_read_acquired(class: u32, fast: bool) -> u64 {
-    if count_unsampled(class, |f| {
-        bump(f.counter(per_cpu_index(fast), class), 1);
-        bump(f.counter(FAST_READS, class), 1);
-    }) {
+    if count_unsampled(class, |f| bump(f.counter(per_cpu_index(fast), class), 1)) {
         return 0;
     }
     per_cpu_read_acquired_slow(class, fast)
 }
 
 /// `per_cpu_read_acquired` for a sampled hold, a class without fast
-/// counters or a thread not registered yet.
+/// counters or a thread not registered yet (as `acquired_slow`).
 #[cold]
 fn per_cpu_read_acquired_slow(class: u32, fast: bool) -> u64 {
+    if (class as usize) < FAST_CLASSES && register_fast() {
+        return RECENT.with(|r| {
+            bump(r.fast.counter(per_cpu_index(fast), class), 1);
+            if r.sample() { now_ns() } else { 0 }
+        });
+    }
     per_cpu_read(class, fast);
-    acquired_slow(class, Access::Read)
+    acquired(class, Access::Read, 0)
 }
 
 /// `acquired_uncontended` for a sampled hold, a class without fast
@@ -667,19 +675,19 @@ pub(crate) fn passed_uncontended(class: u32, access: Access) {
 }
 
 /// A per-CPU read took its slot's fast path (`fast`) or fell back to the
-/// underlying lock.
+/// underlying lock; its acquisition is counted apart (by `acquired`), so
+/// the event goes to the class's block: the fast counters of per-CPU reads
+/// also count acquisitions (`per_cpu_read_acquired`).
 #[inline(always)]
 pub(crate) fn per_cpu_read(class: u32, fast: bool) {
-    if !count_fast(class, per_cpu_index(fast)) {
-        event(
-            class,
-            if fast {
-                Event::FastRead
-            } else {
-                Event::FallbackRead
-            },
-        );
-    }
+    event(
+        class,
+        if fast {
+            Event::FastRead
+        } else {
+            Event::FallbackRead
+        },
+    );
 }
 
 /// Counts fast counter `k` of `class`; false if it has none (the caller

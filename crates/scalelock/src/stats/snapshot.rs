@@ -326,7 +326,10 @@ pub(crate) fn collect() -> Snapshot {
             classes.resize(i + 1, None);
         }
         let c = classes[i].get_or_insert_with(ClassStats::empty);
-        c.read.acquisitions += counts[counters::FAST_READS];
+        // An uncontended per-CPU read is counted once, by its path.
+        c.read.acquisitions += counts[counters::FAST_READS]
+            + counts[counters::FAST_PERCPU_READS]
+            + counts[counters::FAST_FALLBACK_READS];
         c.write.acquisitions += counts[counters::FAST_WRITES];
         c.events.fast_reads += counts[counters::FAST_PERCPU_READS];
         c.events.fallback_reads += counts[counters::FAST_FALLBACK_READS];
