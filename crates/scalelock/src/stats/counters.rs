@@ -714,7 +714,16 @@ fn count_fast(class: u32, k: usize) -> bool {
 #[cold]
 fn count_fast_slow(class: u32, k: usize) -> bool {
     if (class as usize) < FAST_CLASSES && register_fast() {
-        RECENT.with(|r| bump(r.fast.counter(k, class), 1));
+        RECENT.with(|r| {
+            bump(r.fast.counter(k, class), 1);
+            // Registered: let the next count take the inline path. 1 keeps
+            // the countdown's meaning (the next hold is sampled, then the
+            // rate applies); left at 0, a thread that only counts holdless
+            // acquisitions (SeqLock reads) came here every time.
+            if r.countdown.get() == 0 {
+                r.countdown.set(1);
+            }
+        });
         return true;
     }
     false
@@ -853,5 +862,59 @@ pub(crate) fn live_blocks(mut f: impl FnMut(&Block)) {
         if b.epoch.load(Ordering::Acquire) == e {
             f(b);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The countdown of a fresh thread, after `f` ran on it.
+    fn countdown_after(f: impl FnOnce() + Send) -> u32 {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                f();
+                RECENT.with(|r| r.countdown.get())
+            })
+            .join()
+            .unwrap()
+        })
+    }
+
+    // A class index with fast counters that no lock of these tests uses.
+    const CLASS: u32 = FAST_CLASSES as u32 - 1;
+
+    #[test]
+    fn a_holdless_count_registers_the_thread_for_the_inline_path() {
+        // Without holds the countdown never runs out and restarts; the
+        // first count must still leave it above 0, or every count would
+        // take the cold path.
+        assert_eq!(
+            countdown_after(|| passed_uncontended(CLASS, Access::Read)),
+            1
+        );
+        assert_eq!(
+            countdown_after(|| {
+                passed_uncontended(CLASS, Access::Read);
+                passed_uncontended(CLASS, Access::Read);
+            }),
+            1
+        );
+    }
+
+    #[test]
+    fn the_first_hold_after_holdless_counts_is_still_sampled() {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                passed_uncontended(CLASS, Access::Read);
+                // Countdown 1: this hold is sampled (a clock is returned)
+                // and the countdown restarts at the rate.
+                assert_ne!(acquired_uncontended(CLASS, Access::Write), 0);
+                assert_eq!(
+                    RECENT.with(|r| r.countdown.get()),
+                    super::super::hold_sample()
+                );
+            });
+        });
     }
 }
