@@ -9,7 +9,8 @@
 # cores means one CPU stayed idle).
 # usage: scripts/ab_locktest.sh COMMIT_A COMMIT_B [PAIRS]
 # env: LOCKS (qspinlock,pl-mutex; the last is the baseline), THREADS
-# (8,16), READS (locktest's --read-pct, for rwlocks), RUNTIME (0.3 s).
+# (8,16), READS (locktest's --read-pct, for rwlocks), WORKLOAD (its
+# --workload: lock or kv), RUNTIME (0.3 s).
 # Needs python3.
 set -euo pipefail
 source "$(dirname "$0")/ab_common.sh"
@@ -23,6 +24,7 @@ build() { # COMMIT: prints the locktest binary's path
 run() { # SIDE BINARY PAIR
   local j=$out/locktest-$1.json
   $2 bench --lock $locks --threads ${THREADS:-8,16} ${READS:+--read-pct $READS} \
+    ${WORKLOAD:+--workload $WORKLOAD} \
     --rounds 1 --runtime ${RUNTIME:-0.3} --json $j >/dev/null 2>&1
   python3 - $j $1 $3 <<'PY'
 import json, sys

@@ -181,8 +181,14 @@ pub(crate) struct Tuning {
     /// twice, are each a cache miss at their next read). The cost matters
     /// where a revocation scans many slots.
     pub pc_sym_pay_factor: u64,
-    /// See `pc_sym_pay_factor`. On 2 CPUs, 1-16 threads: symmetric beat
-    /// the underlying lock at 99 reads per write and lost at 19.
+    /// See `pc_sym_pay_factor`. Writes at random times make the count of
+    /// reads between two writes vary widely (geometrically), and the
+    /// class's average with them: with a threshold near the mean, one
+    /// dip below it in a few hundred revocations inhibited the bias for a
+    /// whole `pc_dense_window_ns`. At 48, random writes at 99% reads kept
+    /// the readers on the underlying lock well over half the time. On 2
+    /// CPUs, 1-16 threads, 8 against 48 gained up to 1.9x at 97-99% reads
+    /// and lost nothing measurable at 50-95% (the README has the figures).
     pub pc_sym_min_reads: u64,
     /// A revocation within this many revocation costs of the bias coming
     /// back doubles the class's inhibition multiplier.
@@ -260,7 +266,7 @@ const NATIVE: Tuning = Tuning {
     pc_read_saving_ns: 10,
     pc_read_saving_shared_ns: 30,
     pc_sym_pay_factor: 2,
-    pc_sym_min_reads: 48,
+    pc_sym_min_reads: 8,
     pc_wasted_factor: 4,
     pc_dense_window_ns: 1_000_000,
     pc_rare_ns: 500_000,
