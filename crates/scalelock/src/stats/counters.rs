@@ -641,14 +641,10 @@ pub(crate) fn per_cpu_read_acquired(class: u32, fast: bool) -> u64 {
 /// counters or a thread not registered yet (as `acquired_slow`).
 #[cold]
 fn per_cpu_read_acquired_slow(class: u32, fast: bool) -> u64 {
-    if (class as usize) < FAST_CLASSES && register_fast() {
-        return RECENT.with(|r| {
-            bump(r.fast.counter(per_cpu_index(fast), class), 1);
-            if r.sample() { now_ns() } else { 0 }
-        });
-    }
-    per_cpu_read(class, fast);
-    acquired(class, Access::Read, 0)
+    count_fast_sampled(class, per_cpu_index(fast)).unwrap_or_else(|| {
+        per_cpu_read(class, fast);
+        acquired(class, Access::Read, 0)
+    })
 }
 
 /// `acquired_uncontended` for a sampled hold, a class without fast
@@ -656,13 +652,22 @@ fn per_cpu_read_acquired_slow(class: u32, fast: bool) -> u64 {
 /// (or counts in the class's block if it cannot), samples.
 #[cold]
 fn acquired_slow(class: u32, access: Access) -> u64 {
-    if (class as usize) < FAST_CLASSES && register_fast() {
-        return RECENT.with(|r| {
-            bump(r.fast.counter(fast_index(access), class), 1);
+    count_fast_sampled(class, fast_index(access)).unwrap_or_else(|| acquired(class, access, 0))
+}
+
+/// The cold half of an uncontended acquisition counted in the thread's
+/// array: registers the array (once), counts fast counter `k` of `class`
+/// and steps the sampling countdown; the clock if this hold is sampled,
+/// else 0. `None` if the class has no fast counters or the thread cannot
+/// register its array: the caller counts in the class's block.
+#[inline]
+fn count_fast_sampled(class: u32, k: usize) -> Option<u64> {
+    ((class as usize) < FAST_CLASSES && register_fast()).then(|| {
+        RECENT.with(|r| {
+            bump(r.fast.counter(k, class), 1);
             if r.sample() { now_ns() } else { 0 }
-        });
-    }
-    acquired(class, access, 0)
+        })
+    })
 }
 
 /// Counted like an uncontended acquisition, but nothing is held (no hold
