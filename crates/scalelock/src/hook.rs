@@ -660,7 +660,7 @@ impl Pending {
     /// (it took its slot's fast path), else
     /// [`fallback_read`](Self::fallback_read), then
     /// [`acquired`](Self::acquired). With statistics alone on, an
-    /// uncontended fast read is counted in one go.
+    /// uncontended read, fast or fallback, is counted in one go.
     #[inline]
     pub(crate) fn acquired_per_cpu_read(self, fast: bool) -> Held {
         #[cfg(feature = "stats")]

@@ -82,8 +82,9 @@
 //!   each, save `pc_sym_pay_factor` times the
 //!   revocation's cost (the cheaper of the last two), they go
 //!   **inhibited** for `pc_dense_window_ns` (with `SYM` kept, so the bias
-//!   comes back symmetric). Counted in reads, not time, the rule does not
-//!   depend on how fast the machine runs the reads.
+//!   comes back symmetric). The saving is counted in reads at a fixed
+//!   value each, not timed, so that side of the rule does not depend on
+//!   how fast the machine runs the reads (only the revocation is timed).
 //! - a table built `with_inhibition(0)` never inhibits (Xen's policy): each
 //!   write re-enables the bias at unlock.
 //!

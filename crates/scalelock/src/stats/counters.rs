@@ -391,7 +391,8 @@ struct Recent {
     /// Holds to go until the next sampled one, counting this one: the
     /// sampling countdown. Never above 0 unless `registered` (so a
     /// countdown above 0 lets the fast path count in `fast`); 0 makes the
-    /// next event take the cold path (which samples, and registers).
+    /// next event take the cold path, which registers the thread and then
+    /// samples a hold, or, for a holdless event, sets the countdown to 1.
     countdown: Cell<u32>,
     /// `fast` is in `FAST_ALL` (from the thread's first counted event to
     /// its exit).
@@ -680,7 +681,8 @@ pub(crate) fn passed_uncontended(class: u32, access: Access) {
 }
 
 /// A per-CPU read took its slot's fast path (`fast`) or fell back to the
-/// underlying lock; its acquisition is counted apart (by `acquired`), so
+/// underlying lock; its acquisition is counted apart (by `acquired`, or
+/// `acquired_uncontended` for a try-lock read), so
 /// the event goes to the class's block: the fast counters of per-CPU reads
 /// also count acquisitions (`per_cpu_read_acquired`).
 #[inline(always)]

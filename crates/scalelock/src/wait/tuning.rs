@@ -175,13 +175,17 @@ pub(crate) struct Tuning {
     /// `pc_read_saving_ns` each, save at least `pc_sym_pay_factor` times
     /// a symmetric revocation's measured cost (the cheaper of the last
     /// two); else the writes inhibit the bias for `pc_dense_window_ns`.
-    /// The count is the rule on a machine like ours: the measured cost
-    /// leaves out what a write costs the readers after it (their slot
+    /// Both bounds apply, to staying symmetric and to going symmetric
+    /// from biased alike: the count is a floor (a handful of reads between
+    /// writes never pays), and where a revocation costs more than
+    /// `pc_sym_min_reads * pc_read_saving_ns / pc_sym_pay_factor` the
+    /// cost decides. The measured cost leaves out what a write costs the readers after it (their slot
     /// lines, which the scan read, and the state line, which it wrote
     /// twice, are each a cache miss at their next read). The cost matters
     /// where a revocation scans many slots.
     pub pc_sym_pay_factor: u64,
-    /// See `pc_sym_pay_factor`. Writes at random times make the count of
+    /// See `pc_sym_pay_factor` (this floor applies when the lock goes
+    /// symmetric from biased as well as while it stays). Writes at random times make the count of
     /// reads between two writes vary widely (geometrically), and the
     /// class's average with them: with a threshold near the mean, one
     /// dip below it in a few hundred revocations inhibited the bias for a
