@@ -179,13 +179,12 @@ pub(crate) struct Tuning {
     /// from biased alike: the count is a floor (a handful of reads between
     /// writes never pays), and where a revocation costs more than
     /// `pc_sym_min_reads * pc_read_saving_ns / pc_sym_pay_factor` the
-    /// cost decides. The measured cost leaves out what a write costs the readers after it (their slot
-    /// lines, which the scan read, and the state line, which it wrote
-    /// twice, are each a cache miss at their next read). The cost matters
-    /// where a revocation scans many slots.
+    /// cost decides. The measured cost leaves out what a write costs the
+    /// readers after it (their slot lines, which the scan read, and the
+    /// state line, which it wrote twice, are each a cache miss at their
+    /// next read). The cost matters where a revocation scans many slots.
     pub pc_sym_pay_factor: u64,
-    /// See `pc_sym_pay_factor` (this floor applies when the lock goes
-    /// symmetric from biased as well as while it stays). Writes at random times make the count of
+    /// See `pc_sym_pay_factor`. Writes at random times make the count of
     /// reads between two writes vary widely (geometrically), and the
     /// class's average with them: with a threshold near the mean, one
     /// dip below it in a few hundred revocations inhibited the bias for a
