@@ -262,6 +262,10 @@ fn a_new_thread_s_first_read_gets_its_slot_and_is_fast() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "a policy test of thousands of reads: minutes under Miri"
+)]
 fn bravo_inhibits_then_slow_reader_restores() {
     // On the stepped clock, as `default_table_inhibits_after_a_revocation`.
     let raw = SteppedRaw::with_table(&BRAVO);
@@ -357,6 +361,10 @@ fn until_biased(raw: &SteppedRaw) {
 /// the bias on for far less than `pc_keep_factor` revocations, so only the
 /// count of biased reads can keep it.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "a policy test of thousands of reads: minutes under Miri"
+)]
 fn biased_reads_that_pay_for_the_revocation_keep_the_bias() {
     static PAYING: ReaderTable = ReaderTable::new();
     let raw = SteppedRaw::with_table(&PAYING);
@@ -663,6 +671,10 @@ fn an_exited_reader_leaves_the_read_count_alone() {
 /// fence instead. On a manual clock, with heavy fences of 5 µs (dear: at
 /// least `pc_sym_cost_ns`).
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "a policy test of thousands of reads: minutes under Miri"
+)]
 fn dear_fences_keep_the_bias_for_sparse_writes() {
     const CLOCK: usize = 4;
     static TABLE: ReaderTable = ReaderTable::new();
