@@ -80,7 +80,11 @@
 //!   fence again), go back to **biased**; else, unless the class's average
 //!   reads per write number at least `pc_sym_min_reads` and, at `S`
 //!   each, save `pc_sym_pay_factor` times the
-//!   revocation's cost (the cheaper of the last two), they go
+//!   revocation's cost (the cheaper of the class's last two timed ones:
+//!   a symmetric revocation costs a few tens of nanoseconds, about what
+//!   the two clock reads around it would, so only one in
+//!   `pc_sym_cost_every` is timed, less the measured cost of a clock read,
+//!   `fence_cost.rs`), they go
 //!   **inhibited** for `pc_dense_window_ns` (with `SYM` kept, so the bias
 //!   comes back symmetric). The saving is counted in reads at a fixed
 //!   value each, not timed, so that side of the rule does not depend on
@@ -90,7 +94,8 @@
 //!
 //! Mode changes are race-free: `SYM` is read by the reader *before* it
 //! chooses its fence, and only a writer changes it. Going symmetric, the
-//! writer clears `FAST` in the same RMW and issues the heavy fence, which
+//! writer has cleared `FAST` and issued the heavy fence (a biased
+//! revocation; `SYM` comes with `FAST` at its unlock), which
 //! pairs with both fences, so a reader that read the old mode is covered;
 //! leaving symmetric, the bias comes back with `SYM` clear and every later
 //! revocation issues the heavy fence, which also pairs with a reader's full
@@ -161,7 +166,7 @@
 //!
 //! # Why it is correct
 //! A fast reader does `store slot; fence; load state`, a revoking writer
-//! `RMW state (clear FAST); fence; load slot` — the store-buffering
+//! `store state (clear FAST); fence; load slot` — the store-buffering
 //! pattern. Biased, the reader's light fence pairs with the writer's heavy
 //! one (membarrier's contract, see `platform/std_fence.rs`); symmetric,
 //! both are `fence(SeqCst)`. Either way at least one side sees the other: if the
@@ -174,9 +179,14 @@
 //! Acquire of the underlying lock would have shown it.
 //!
 //! # Memory orderings
-//! - Fast read: the state re-load is Acquire and pairs with the Release RMW
-//!   that last set `FAST` (every write of the state word is an RMW, so
-//!   release sequences carry on): the reader happens after the last writer.
+//! - Fast read: the state re-load is Acquire and pairs with the Release
+//!   write that last set `FAST`: a writer's unlock (a store, made holding
+//!   the underlying lock exclusively: a writer is the state's only writer
+//!   then) or a slow reader's re-enabling CAS (made holding the underlying
+//!   read lock, so after the last writer's release of it). Either way the
+//!   reader happens after the last writer, with no release sequence
+//!   needed (the state's Relaxed writes either clear `FAST`, which sends
+//!   the reader away, or give an `INIT` lock its id before any writer).
 //! - Fast unlock: Release store of 0 (pairs with the writer's Acquire scan),
 //!   light fence, Relaxed load of the slot's waiter count (pairs with the
 //!   writer's heavy fence before it parks: either the reader sees the waiter
@@ -675,7 +685,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // lock is biased only with asymmetric fences (see "Fences").
             P::light_fence_asymmetric();
         }
-        // Acquire pairs with the Release RMW that last set FAST.
+        // Acquire pairs with the Release write that last set FAST.
         if self.state.load(Ordering::Acquire) & FAST != 0 {
             return Some(slot);
         }
@@ -1000,10 +1010,24 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // Inhibited: no reader uses a slot. Keep the window and mode.
             return Some(s);
         }
-        let now = P::now_ns();
-        // Relaxed: ordered by the fence below (heavy, or full in the
-        // symmetric mode), which pairs with the readers' fence.
-        let old = self.state.fetch_and(!FAST, Ordering::Relaxed);
+        // A symmetric revocation is cheap enough that two clock reads would
+        // be most of it: one in `pc_sym_cost_every` of the class is timed,
+        // the others weigh the class's last timed ones (and read the clock
+        // once, at the end, for the stamp).
+        let sym_tick = if s & SYM != 0 { table.sym_tick() } else { 0 };
+        let timed = s & SYM == 0
+            || sym_tick.is_multiple_of(TUNING.pc_sym_cost_every)
+            || table.sym_floor_ns() == 0;
+        let now = if timed { P::now_ns() } else { 0 };
+        // Only a holder of the underlying write lock changes the state once
+        // the lock has an id (slow readers, which re-enable the bias, are
+        // shut out), so `s` is still the state and a plain store clears
+        // FAST: no read-modify-write, which on x86 would be a second full
+        // fence next to the one below. Relaxed: ordered by that fence
+        // (heavy, or full in the symmetric mode), which pairs with the
+        // readers' fence.
+        let old = s;
+        self.state.store(s & !FAST, Ordering::Relaxed);
         // The heavy fence's own cost (the slot waits below are not a
         // fence's); 0 for the symmetric mode's full fence.
         let fence_ns = if old & SYM == 0 {
@@ -1059,7 +1083,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             let sym = if old & SYM == 0 {
                 table.dear_fences(fence_ns, TUNING.pc_sym_cost_ns)
             } else {
-                !table.sym_probe_due(TUNING.pc_sym_probe)
+                !sym_tick.is_multiple_of(TUNING.pc_sym_probe)
             };
             return Some(keep | if sym { FAST | SYM } else { bias::<P>() });
         }
@@ -1137,9 +1161,16 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
         // Symmetric: decide by the time since the previous write, then by
         // the reads per write.
-        let cost = table.sym_revocation_floor(P::now_ns().saturating_sub(now).max(1));
+        let end = P::now_ns();
+        let cost = if timed {
+            // Less the clock read that timed it.
+            let ns = end.saturating_sub(now);
+            table.sym_revocation_floor(ns.saturating_sub(fence_cost::clock_read_ns::<P>()).max(1))
+        } else {
+            table.sym_floor_ns()
+        };
         let reads = table.reads_per_write(table.fast_reads_since(fast_reads));
-        let gap = since_stamp(old, now);
+        let gap = since_stamp(old, end);
         // Rare: the heavy fence the biased mode would pay at the next
         // write (the cheaper of the last two: one may have been preempted)
         // is at most 1/pc_keep_factor of the gap (the keep rule of a biased
@@ -1151,20 +1182,20 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                 .pc_rare_ns
                 .min(f.saturating_mul(TUNING.pc_keep_factor)),
         };
-        if gap < 0 || (gap as u64) >= rare_ns || table.sym_probe_due(TUNING.pc_sym_probe) {
+        if gap < 0 || (gap as u64) >= rare_ns || sym_tick.is_multiple_of(TUNING.pc_sym_probe) {
             // Rare writes (or a gap too long for the stamp to tell), or
             // time to measure the heavy fence again: biased (the bias is
             // on from now).
-            return Some(keep | bias::<P>() | stamp_at(now));
+            return Some(keep | bias::<P>() | stamp_at(end));
         }
         if !symmetric_pays(reads, cost, saving) {
             // Too few reads per write to pay for revoking at each: readers
             // go to the underlying lock for a while, and come back
             // symmetric. (Counted in reads, not time, this does not depend
             // on how fast the machine runs the reads.)
-            return Some(keep | SYM | stamp_at(now + TUNING.pc_dense_window_ns));
+            return Some(keep | SYM | stamp_at(end + TUNING.pc_dense_window_ns));
         }
-        Some(keep | FAST | SYM | stamp_at(now))
+        Some(keep | FAST | SYM | stamp_at(end))
     }
 
     /// Sets the state a write leaves at unlock or downgrade (mode, stamp,
@@ -1179,11 +1210,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // every reader reads it.
             return;
         }
-        let _ = self
-            .state
-            .fetch_update(Ordering::Release, Ordering::Relaxed, |s| {
-                Some((s & KEEP) | (next & !KEEP))
-            });
+        // A store: the writer is the state's only writer (see
+        // `revoke_and_decide_until`). Release pairs with fast readers'
+        // Acquire re-load of the state.
+        self.state
+            .store((s & KEEP) | (next & !KEEP), Ordering::Release);
     }
 
     /// One pass over the slots without waiting: true if no slot names this

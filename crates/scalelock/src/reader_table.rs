@@ -255,8 +255,12 @@ pub struct ReaderTable {
     /// Symmetric revocations of the class's locks (wrapping): one in
     /// `pc_sym_probe` tries the biased mode again.
     sym_revocations: AtomicU32,
-    /// The last symmetric revocation's cost, ns (`sym_revocation_floor`).
+    /// The last timed symmetric revocation's cost, ns
+    /// (`sym_revocation_floor`).
     sym_revocation_ns: AtomicU32,
+    /// The cheaper of the last two timed symmetric revocations, ns (what
+    /// the untimed ones weigh; 0: none timed yet).
+    sym_floor_ns: AtomicU32,
     /// Slot reads per revocation (biased or symmetric), averaged, in 1/16ths
     /// (`reads_per_write`; 0: none yet).
     reads_per_write_x16: AtomicU32,
@@ -272,7 +276,11 @@ pub struct ReaderTable {
 #[inline]
 fn record_cost(last: &AtomicU32, ns: u64) -> (u64, u64) {
     let ns32 = ns.min(u64::from(u32::MAX)) as u32;
-    let prev = last.swap(ns32, Ordering::Relaxed);
+    // A load and a store, not a swap: a hint needs no atomic
+    // read-modify-write (racing writers of other locks of the class may
+    // lose one record).
+    let prev = last.load(Ordering::Relaxed);
+    last.store(ns32, Ordering::Relaxed);
     let floor = if prev == 0 { ns32 } else { ns32.min(prev) };
     (u64::from(prev), u64::from(floor))
 }
@@ -329,6 +337,7 @@ impl ReaderTable {
             revocation_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
             sym_revocation_ns: AtomicU32::new(0),
+            sym_floor_ns: AtomicU32::new(0),
             reads_per_write_x16: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
@@ -355,6 +364,7 @@ impl ReaderTable {
             revocation_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
             sym_revocation_ns: AtomicU32::new(0),
+            sym_floor_ns: AtomicU32::new(0),
             reads_per_write_x16: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
@@ -467,7 +477,10 @@ impl ReaderTable {
     /// costs. Relaxed: a hint.
     #[inline]
     pub(crate) fn sym_revocation_floor(&self, ns: u64) -> u64 {
-        record_cost(&self.sym_revocation_ns, ns).1
+        let floor = record_cost(&self.sym_revocation_ns, ns).1;
+        self.sym_floor_ns
+            .store(floor.min(u64::from(u32::MAX)) as u32, Ordering::Relaxed);
+        floor
     }
 
     /// Folds the slot reads since the class's last revocation, `reads`,
@@ -496,13 +509,22 @@ impl ReaderTable {
         self.reads_per_write_x16.load(Ordering::Relaxed)
     }
 
-    /// Counts a symmetric revocation; true on one in `every`, when the lock
-    /// should try the biased mode again. Relaxed load and store: a hint.
+    /// Counts a symmetric revocation of the class's locks and returns the
+    /// count (wrapping): one in `pc_sym_probe` tries the biased mode again,
+    /// one in `pc_sym_cost_every` times itself. Relaxed load and store: a
+    /// hint.
     #[inline]
-    pub(crate) fn sym_probe_due(&self, every: u32) -> bool {
+    pub(crate) fn sym_tick(&self) -> u32 {
         let n = self.sym_revocations.load(Ordering::Relaxed).wrapping_add(1);
         self.sym_revocations.store(n, Ordering::Relaxed);
-        n.is_multiple_of(every)
+        n
+    }
+
+    /// The cheaper of the class's last two timed symmetric revocations, ns
+    /// (0: none timed yet), without recording one.
+    #[inline]
+    pub(crate) fn sym_floor_ns(&self) -> u64 {
+        u64::from(self.sym_floor_ns.load(Ordering::Relaxed))
     }
 
     /// Test support (model checks, which have no clock to measure a

@@ -850,6 +850,27 @@ fn one_slow_symmetric_revocation_is_not_the_cost() {
     assert_eq!(table.sym_revocation_floor(45), 45);
 }
 
+/// Only one symmetric revocation of a class in `pc_sym_cost_every` is
+/// timed; the others weigh the floor the timed ones left (the cheaper of
+/// the last two), which a fresh table does not have yet (so its first
+/// symmetric revocation is timed).
+#[test]
+fn untimed_symmetric_revocations_weigh_the_last_timed_ones() {
+    let table = ReaderTable::new();
+    assert_eq!(table.sym_floor_ns(), 0, "nothing timed yet");
+    table.sym_revocation_floor(40);
+    assert_eq!(table.sym_floor_ns(), 40);
+    table.sym_revocation_floor(50_000);
+    assert_eq!(table.sym_floor_ns(), 40, "one slow one is not the cost");
+    table.sym_revocation_floor(60_000);
+    assert_eq!(table.sym_floor_ns(), 50_000);
+    // The class's count of symmetric revocations picks the timed ones and
+    // the probes of the biased mode.
+    let ticks: std::vec::Vec<u32> = (0..3).map(|_| table.sym_tick()).collect();
+    assert_eq!(ticks, [1, 2, 3]);
+    assert!(TUNING.pc_sym_cost_every > 1 && TUNING.pc_sym_probe > TUNING.pc_sym_cost_every);
+}
+
 #[test]
 fn recursive_reads_any_order() {
     let raw = Raw::new();

@@ -143,6 +143,10 @@ pub(crate) struct Tuning {
     /// switch the lock to the symmetric mode, unless the writes are sparse
     /// (`pc_keep_factor`): then the bias stays, however dear its fence.
     pub pc_sym_cost_ns: u64,
+    /// One symmetric revocation of a class in this many is timed (two
+    /// clock reads); the others weigh the cheaper of its last two timed
+    /// ones.
+    pub pc_sym_cost_every: u32,
     /// One symmetric revocation in this many tries the biased mode again,
     /// to measure the heavy fence anew (so one dear spell does not make the
     /// symmetric mode stick while writes keep coming).
@@ -264,6 +268,7 @@ const NATIVE: Tuning = Tuning {
     pc_writer_steps: 11,
     pc_clock_every: 256,
     pc_sym_cost_ns: 2_000,
+    pc_sym_cost_every: 8,
     pc_sym_probe: 64,
     pc_keep_factor: 4,
     pc_read_saving_ns: 10,
@@ -329,6 +334,7 @@ const LOOM: Tuning = Tuning {
     pc_clock_every: 1,
     pc_sym_cost_ns: 2_000,
     // Every other symmetric revocation probes: models reach the switch.
+    pc_sym_cost_every: 1,
     pc_sym_probe: 2,
     pc_keep_factor: 8,
     // Off: the models decide by the stepped times alone.
