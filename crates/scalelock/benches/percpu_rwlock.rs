@@ -13,7 +13,9 @@
 //!    without inhibition (every write that follows reads revokes the bias).
 //! 2. **Write lock+unlock, no readers**, one thread, ns/op, median of rounds;
 //!    `percpu` after its first revocation (bias off), `percpu-xen` revoking
-//!    on every write (membarrier + scan of the slot indices handed out).
+//!    on every write (membarrier + scan of the slot indices handed out),
+//!    `percpu-xen-sym` the same in the symmetric mode (a table forced
+//!    there: full fence + scan).
 //! 3. **Primitives** behind the slot choice, ns/op: the per-thread slot
 //!    read (lock+unlock) against what a per-CPU slot costs in user space
 //!    (`sched_getcpu` + `cmpxchg` claim + release store).
@@ -39,6 +41,10 @@ use common::{alternating, env_or, env_u64, list, median, timed};
 type Data = [u64; 4];
 
 static XEN: ReaderTable = ReaderTable::with_inhibition(0);
+
+/// Xen's policy in the symmetric mode: every write revokes with a plain
+/// full fence (one in `pc_sym_probe` tries the biased mode, and goes back).
+static XEN_SYM: ReaderTable = ReaderTable::with_inhibition(0);
 
 trait BenchRw: Send + Sync + 'static {
     fn new() -> Self;
@@ -80,6 +86,28 @@ struct Xen(PerCpuRwLock<Data>);
 impl BenchRw for Xen {
     fn new() -> Self {
         Xen(PerCpuRwLock::with_table(&XEN, [0; 4]))
+    }
+    #[inline(always)]
+    fn read(&self) -> u64 {
+        self.0.read().iter().sum()
+    }
+    #[inline]
+    fn write(&self) {
+        let mut g = self.0.write();
+        for w in g.iter_mut() {
+            *w += 1;
+        }
+    }
+}
+
+/// `PerCpuRwLock` on a table without inhibition forced to the symmetric
+/// mode (test support): what a symmetric revocation costs.
+struct XenSym(PerCpuRwLock<Data>);
+
+impl BenchRw for XenSym {
+    fn new() -> Self {
+        XEN_SYM.force_symmetric();
+        XenSym(PerCpuRwLock::with_table(&XEN_SYM, [0; 4]))
     }
     #[inline(always)]
     fn read(&self) -> u64 {
@@ -446,6 +474,10 @@ fn main() {
             write_cost::<PerCpuRwLock<Data>>,
         ),
         ("percpu-xen (revokes every write)", write_cost::<Xen>),
+        (
+            "percpu-xen-sym (revokes every write, symmetric)",
+            write_cost::<XenSym>,
+        ),
         (
             "percpu-xen, 1 busy thread reading another lock",
             write_cost_busy::<Xen>,

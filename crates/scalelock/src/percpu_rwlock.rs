@@ -1081,7 +1081,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if !table.inhibits() {
             // Xen: the bias comes back at unlock, in the mode the cost says.
             let sym = if old & SYM == 0 {
-                table.dear_fences(fence_ns, TUNING.pc_sym_cost_ns)
+                table.dear_fences(fence_ns, TUNING.pc_sym_cost_ns) || table.forced_symmetric()
             } else {
                 !sym_tick.is_multiple_of(TUNING.pc_sym_probe)
             };
