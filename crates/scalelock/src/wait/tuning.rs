@@ -333,8 +333,9 @@ const LOOM: Tuning = Tuning {
     pc_writer_steps: 0,
     pc_clock_every: 1,
     pc_sym_cost_ns: 2_000,
-    // Every other symmetric revocation probes: models reach the switch.
+    // Every symmetric revocation is timed (models have no real clock).
     pc_sym_cost_every: 1,
+    // Every other symmetric revocation probes: models reach the switch.
     pc_sym_probe: 2,
     pc_keep_factor: 8,
     // Off: the models decide by the stepped times alone.
