@@ -80,34 +80,20 @@ lock_api_rw!(parking_lot::RwLock<Data>);
 lock_api_rw!(scalelock::QRwLock<Data>);
 lock_api_rw!(PerCpuRwLock<Data>);
 
-/// `PerCpuRwLock` on a table without bias inhibition (Xen's policy).
-struct Xen(PerCpuRwLock<Data>);
+/// `PerCpuRwLock` on a table without bias inhibition (Xen's policy);
+/// `SYM`: on a table of its own forced to the symmetric mode (test
+/// support), to time a symmetric revocation.
+struct Xen<const SYM: bool>(PerCpuRwLock<Data>);
 
-impl BenchRw for Xen {
+impl<const SYM: bool> BenchRw for Xen<SYM> {
     fn new() -> Self {
-        Xen(PerCpuRwLock::with_table(&XEN, [0; 4]))
-    }
-    #[inline(always)]
-    fn read(&self) -> u64 {
-        self.0.read().iter().sum()
-    }
-    #[inline]
-    fn write(&self) {
-        let mut g = self.0.write();
-        for w in g.iter_mut() {
-            *w += 1;
-        }
-    }
-}
-
-/// `PerCpuRwLock` on a table without inhibition forced to the symmetric
-/// mode (test support): what a symmetric revocation costs.
-struct XenSym(PerCpuRwLock<Data>);
-
-impl BenchRw for XenSym {
-    fn new() -> Self {
-        XEN_SYM.force_symmetric();
-        XenSym(PerCpuRwLock::with_table(&XEN_SYM, [0; 4]))
+        let table = if SYM {
+            XEN_SYM.force_symmetric();
+            &XEN_SYM
+        } else {
+            &XEN
+        };
+        Xen(PerCpuRwLock::with_table(table, [0; 4]))
     }
     #[inline(always)]
     fn read(&self) -> u64 {
@@ -409,7 +395,7 @@ fn main() {
         ("sharded", runner!(crossbeam_utils::sync::ShardedLock<Data>)),
         ("qrwlock", runner!(scalelock::QRwLock<Data>)),
         ("std-rwlock", runner!(std::sync::RwLock<Data>)),
-        ("percpu-xen", runner!(Xen)),
+        ("percpu-xen", runner!(Xen<false>)),
     ];
     // pl-rwlock, sharded and qrwlock (the baselines) always run.
     let wanted = env_or("LOCKS", "percpu,sharded,qrwlock");
@@ -473,14 +459,14 @@ fn main() {
             "percpu (default: bias off after 1st write)",
             write_cost::<PerCpuRwLock<Data>>,
         ),
-        ("percpu-xen (revokes every write)", write_cost::<Xen>),
+        ("percpu-xen (revokes every write)", write_cost::<Xen<false>>),
         (
             "percpu-xen-sym (revokes every write, symmetric)",
-            write_cost::<XenSym>,
+            write_cost::<Xen<true>>,
         ),
         (
             "percpu-xen, 1 busy thread reading another lock",
-            write_cost_busy::<Xen>,
+            write_cost_busy::<Xen<false>>,
         ),
         (
             "sharded",
