@@ -6,6 +6,13 @@
 //! to parking_lot's Mutex *within the same round*, and per-thread min/max op
 //! counts. Run: `cargo bench -p scalelock --bench qspinlock` (env
 //! `ROUNDS`, `RUNTIME_MS`, `THREADS=1,2,16` override the defaults).
+//!
+//! The last row of each thread count, `unlocked`, runs the same loop on a
+//! thread-private value with no lock at all: its min/max is the fairness
+//! the OS scheduler itself gives that many busy threads over `RUNTIME`,
+//! the ceiling for a lock that lets a running thread keep going (with
+//! more threads than CPUs, a thread's operations follow its CPU time). Its
+//! throughput is not a lock's, so it has no ratio.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -73,6 +80,23 @@ fn sample<M: BenchMutex>(threads: usize, runtime: Duration) -> Sample {
     }
 }
 
+/// The same loop with no lock: each thread updates its own value.
+fn sample_unlocked(threads: usize, runtime: Duration) -> Sample {
+    let counts = timed(threads, runtime, Arc::new(()), |_, _: &(), stop| {
+        let mut v = CachePadded::new(0u64);
+        let mut ops = CachePadded::new(0u64);
+        while !stop.load(Ordering::Relaxed) {
+            *v = black_box(v.wrapping_mul(31).wrapping_add(1));
+            *ops += 1;
+        }
+        *ops
+    });
+    Sample {
+        mops: counts.mops(),
+        fairness: counts.fairness(),
+    }
+}
+
 type Runner = fn(usize, Duration) -> Sample;
 
 fn main() {
@@ -86,14 +110,20 @@ fn main() {
         ("pl-fairmutex", sample::<parking_lot::FairMutex<u64>>),
         ("spin-mutex", sample::<spin::Mutex<u64>>),
         ("spin-ticket", sample::<spin::mutex::TicketMutex<u64>>),
+        ("unlocked", sample_unlocked),
     ];
-    // LOCKS=a,b runs only those (pl-mutex, the baseline, always runs).
+    // LOCKS=a,b runs only those (pl-mutex, the baseline, and unlocked, the
+    // scheduler's fairness, always run).
     let only: Option<Vec<String>> = std::env::var("LOCKS")
         .ok()
         .map(|s| s.split(',').map(str::to_string).collect());
     let locks: Vec<_> = locks
         .into_iter()
-        .filter(|(n, _)| *n == "pl-mutex" || only.as_ref().is_none_or(|o| o.iter().any(|x| x == n)))
+        .filter(|(n, _)| {
+            *n == "pl-mutex"
+                || *n == "unlocked"
+                || only.as_ref().is_none_or(|o| o.iter().any(|x| x == n))
+        })
         .collect();
     println!(
         "# {rounds} rounds x {} ms, load = 1, median over rounds; ratio = lock / pl-mutex in the same round",
@@ -107,10 +137,14 @@ fn main() {
             let mops: Vec<f64> = samples[i].iter().map(|s| s.mops).collect();
             let ratio: Vec<f64> = (0..rounds).map(|r| mops[r] / samples[0][r].mops).collect();
             let fair: Vec<f64> = samples[i].iter().map(|s| s.fairness).collect();
+            let ratio = if *name == "unlocked" {
+                "-".to_string()
+            } else {
+                format!("{:.2}", median(&ratio))
+            };
             println!(
-                "| {t} | {name} | {:.2} | {:.2} | {:.2} |",
+                "| {t} | {name} | {:.2} | {ratio} | {:.2} |",
                 median(&mops),
-                median(&ratio),
                 median(&fair)
             );
         }
