@@ -19,20 +19,27 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering, compiler_fence, fence};
 
 use crate::platform::Platform;
 
+/// A figure measured once per process: `measure`'s result on the first
+/// call, the cached one after. `cell` starts at `u32::MAX` (not measured
+/// yet; a measurement is kept below it, so 0 is a valid figure).
+#[cfg(not(any(loom, shuttle, miri)))]
+fn measured_once(cell: &AtomicU32, measure: impl FnOnce() -> u32) -> u64 {
+    // Relaxed: a plain number; two first callers measure twice, harmlessly.
+    match cell.load(Ordering::Relaxed) {
+        u32::MAX => {
+            let v = measure().min(u32::MAX - 1);
+            cell.store(v, Ordering::Relaxed);
+            u64::from(v)
+        }
+        v => u64::from(v),
+    }
+}
+
 /// The cost of one full fence in a reader's sequence, in 1/16 ns.
 #[cfg(not(any(loom, shuttle, miri)))]
 pub(super) fn full_fence_x16<P: Platform>() -> u64 {
-    // 0: not measured yet (a measurement is at least 1).
-    static MEASURED: AtomicU32 = AtomicU32::new(0);
-    // Relaxed: a plain number; two first writers measure twice, harmlessly.
-    match MEASURED.load(Ordering::Relaxed) {
-        0 => {
-            let x16 = measure::<P>();
-            MEASURED.store(x16, Ordering::Relaxed);
-            u64::from(x16)
-        }
-        x16 => u64::from(x16),
-    }
+    static MEASURED: AtomicU32 = AtomicU32::new(u32::MAX);
+    measured_once(&MEASURED, measure::<P>)
 }
 
 /// Under the model checkers and Miri nothing is timed: 2 ns.
@@ -92,30 +99,21 @@ fn measure<P: Platform>() -> u32 {
 /// itself (a test's stepped clock).
 #[cfg(not(any(loom, shuttle, miri)))]
 pub(super) fn clock_read_ns<P: Platform>() -> u64 {
-    // u32::MAX: not measured yet.
     static MEASURED: AtomicU32 = AtomicU32::new(u32::MAX);
-    // Relaxed: a plain number; two first writers measure twice, harmlessly.
-    match MEASURED.load(Ordering::Relaxed) {
-        u32::MAX => {
-            const READS: u64 = 64;
-            const ROUNDS: usize = 5;
-            let mut best = u64::MAX;
-            for _ in 0..ROUNDS {
-                let start = P::now_ns();
-                let mut last = start;
-                for _ in 0..READS {
-                    last = core::hint::black_box(P::now_ns());
-                }
-                best = best.min(last.saturating_sub(start) / READS);
+    measured_once(&MEASURED, || {
+        const READS: u64 = 64;
+        const ROUNDS: usize = 5;
+        let mut best = u64::MAX;
+        for _ in 0..ROUNDS {
+            let start = P::now_ns();
+            let mut last = start;
+            for _ in 0..READS {
+                last = core::hint::black_box(P::now_ns());
             }
-            let ns = u32::try_from(best)
-                .unwrap_or(u32::MAX - 1)
-                .min(u32::MAX - 1);
-            MEASURED.store(ns, Ordering::Relaxed);
-            u64::from(ns)
+            best = best.min(last.saturating_sub(start) / READS);
         }
-        ns => u64::from(ns),
-    }
+        u32::try_from(best).unwrap_or(u32::MAX)
+    })
 }
 
 /// Under the model checkers and Miri nothing is timed: 0.
