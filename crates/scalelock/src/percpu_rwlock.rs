@@ -538,7 +538,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
     }
 
-    /// `lock_shared` with statistics or lockdep switched on.
+    /// `lock_shared` with statistics or lockdep switched on, past the
+    /// statistics-only slot read that `lock_shared` counts inline (this
+    /// one is the inhibited read, the slot read once the state moved, and
+    /// every read with lockdep on).
     #[cold]
     #[inline(never)]
     fn lock_shared_hooked(&self) -> PerCpuReadToken {
