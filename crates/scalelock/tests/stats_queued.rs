@@ -309,6 +309,35 @@ fn percpu_with_table_and_class_counts_in_its_class() {
     assert_eq!((st.read.acquisitions, st.write.acquisitions), (3, 1));
 }
 
+/// Symmetric reads (a table forced to the symmetric mode, which a lock
+/// enters at its first write) are slot reads too: counted inline as fast
+/// reads and as read acquisitions with their holds, as biased ones are.
+#[test]
+fn percpu_symmetric_reads_count_as_fast_reads() {
+    stats_setup();
+    static C: LockClass = LockClass::new("percpu-symmetric-counts");
+    static TABLE: ReaderTable = ReaderTable::new();
+    TABLE.force_symmetric();
+    let l: PerCpuRwLock<u64> = PerCpuRwLock::with_table_and_class(&TABLE, ClassRef::of(&C), 0);
+    *l.write() += 1;
+    // SAFETY: only formats the raw lock's state; no lock state changes.
+    let raw = format!("{:?}", unsafe { l.raw() });
+    assert!(raw.contains("mode: \"symmetric\""), "{raw}");
+    let before = class_stats("percpu-symmetric-counts");
+    assert_eq!(before.read.acquisitions, 0);
+    for _ in 0..6 {
+        assert_eq!(*l.read(), 1);
+    }
+    let st = class_stats("percpu-symmetric-counts");
+    assert_eq!(st.read.acquisitions, 6);
+    assert_eq!(st.read.hold.count, 6);
+    assert_eq!(st.events.fast_reads + st.events.fallback_reads, 6);
+    // The first read may take the slow path (the thread's first slot of
+    // this table); the others read their slot.
+    assert!(st.events.fast_reads >= 5, "{:?}", st.events);
+    assert_eq!(st.read.contended, 0);
+}
+
 /// A writer waits for another writer (on the underlying lock): contended.
 #[test]
 fn percpu_contended_writer_waits_for_the_holder() {
