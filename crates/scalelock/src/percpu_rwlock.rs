@@ -1438,8 +1438,10 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
     fn lock_shared(&self) -> PerCpuReadToken {
         // With the hooks compiled in, one test of their run-time switch
         // (a constant patched into the code, or a Relaxed load; see
-        // `hook::any_active`); a read they follow takes the hooked path,
-        // out of line, so the biased read inlines as it does without them.
+        // `hook::any_active`); a read they follow takes the hooked path
+        // behind it (a cold branch: the switched-off path stays the
+        // straight line, and the biased read inlines as it does without
+        // the hooks).
         if hook::any_active() {
             // Statistics alone, and the slot read gets the lock: counted
             // inline, with no call (the out-of-line hooked read cost this,
