@@ -3,8 +3,8 @@
 //! splits its run into *turns* (the stretches in which it re-takes the lock
 //! without waiting; a wait of more than 200 µs between two clock reads
 //! starts a new one), then reports its operations, its turns, how long a
-//! turn lasted on average, its speed within turns and its total time in
-//! turns. Fairness in operations is the product of the three: equal turns,
+//! turn lasted (mean, median and longest), its speed within turns and its
+//! total time in turns. Fairness in operations is the product of the three: equal turns,
 //! equal speed and equal time each.
 //!
 //! Run: `cargo run --release -p scalelock --example qspinlock_turns` (env
@@ -93,8 +93,10 @@ fn main() {
             runtime.as_millis(),
             min as f64 / max as f64
         );
-        println!("| ops | turns | mean turn µs | ops/µs in turns | time in turns ms |");
-        println!("| ---: | ---: | ---: | ---: | ---: |");
+        println!(
+            "| ops | turns | mean turn µs | median turn µs | longest turn µs | ops/µs in turns | time in turns ms |"
+        );
+        println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
         for r in &runs {
             // The first "turn" is the start, up to the first wait.
             let whole = r.turns.get(1..).unwrap_or_default();
@@ -102,11 +104,19 @@ fn main() {
             let ops: u64 = whole.iter().map(|t| t.0).sum();
             let time: Duration = whole.iter().map(|t| t.1).sum();
             let us = time.as_secs_f64() * 1e6;
+            // A few turns far longer than the batch (a late wake-up of
+            // the next word waiter) show in the longest, not the median.
+            let mut lengths: Vec<Duration> = whole.iter().map(|t| t.1).collect();
+            lengths.sort();
+            let median = lengths.get(lengths.len() / 2).copied().unwrap_or_default();
+            let longest = lengths.last().copied().unwrap_or_default();
             println!(
-                "| {} | {} | {:.0} | {:.1} | {:.1} |",
+                "| {} | {} | {:.0} | {} | {} | {:.1} | {:.1} |",
                 r.ops,
                 whole.len(),
                 us / n,
+                median.as_micros(),
+                longest.as_micros(),
                 ops as f64 / us.max(1.0),
                 us / 1e3
             );
