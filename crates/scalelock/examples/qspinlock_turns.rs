@@ -4,8 +4,8 @@
 //! without waiting; a wait of more than 200 µs between two clock reads
 //! starts a new one), then reports its operations, its turns, how long a
 //! turn lasted (mean, median and longest), its speed within turns and its
-//! total time in turns. Fairness in operations is the product of the three: equal turns,
-//! equal speed and equal time each.
+//! total time in turns. Fairness in operations is the product of three:
+//! equal turns, equal speed and equal time each.
 //!
 //! Run: `cargo run --release -p scalelock --example qspinlock_turns` (env
 //! `THREADS`, default 16; `RUNTIME_MS`, default 500; `ROUNDS`, default 3).
