@@ -1336,6 +1336,16 @@ fn release_slot<P: Platform>(slot: &'static Slot, biased: bool) {
     }
 }
 
+/// `release_slot` of a symmetric read, out of line: the read guard's
+/// release then stays small enough for the compiler to inline it, with
+/// the biased and the counted releases, into the reading code (inline,
+/// its checked fence made the whole drop a call, and the caller kept the
+/// read section's values in memory across it).
+#[inline(never)]
+fn release_slot_symmetric<P: Platform>(slot: &'static Slot) {
+    release_slot::<P>(slot, false);
+}
+
 /// A slot read that found a writer revoking: clears its slot (and wakes
 /// the writer if it sleeps on it).
 #[cold]
@@ -1590,9 +1600,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// The caller holds that read of this lock.
     #[inline(always)]
     unsafe fn release_read(&self, slot: Option<&'static Slot>, fair: bool) {
-        // The slot read's and the counted read's releases inline (the
-        // read guard's drop then inlines into the caller); every other
-        // read's one call away.
+        // The biased and the counted reads' releases inline (the read
+        // guard's drop then inlines into the caller); every other read's
+        // one call away, the symmetric one's included: with its checked
+        // fence inline too, the compiler left the whole drop out of line.
         match slot {
             Some(slot) => {
                 let cur = slot.word().load(Ordering::Relaxed);
@@ -1607,7 +1618,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                     return;
                 }
                 if cur & (DEPTH_MASK | UNDERLYING) == ONE_DEPTH {
-                    release_slot::<P>(slot, false);
+                    release_slot_symmetric::<P>(slot);
                     return;
                 }
             }
