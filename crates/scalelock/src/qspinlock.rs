@@ -163,7 +163,12 @@
 //!   after waking its successor, which then runs at once, and the holder
 //!   gets the CPU back when the successor goes to sleep for the batch
 //!   (where the successor was woken on an idle CPU, the yield returns at
-//!   once). And every batch a head ends is settled in the holder's *batch
+//!   once). So does one that found the lock free after its claim if its
+//!   own previous take of the lock was a hand-off: in a tight loop that
+//!   is an old holder preempted between two critical sections, the CPUs
+//!   as busy as before, while threads that work between critical sections
+//!   find it free take after take, and there a yield would only end
+//!   batches early (`wait::batch::yields_to_successor`). And every batch a head ends is settled in the holder's *batch
 //!   debt* (`wait::batch::BatchDebt`): a holder whose batches ran long
 //!   gets shorter ones until it has paid, so that the threads' shares even
 //!   out when wake-ups are late for any reason.
@@ -241,7 +246,7 @@ use crate::platform::{DefaultPlatform, Platform};
 use crate::qnode::NodeIndex;
 use crate::sync::atomic::{AtomicU8, AtomicU16, Ordering};
 use crate::wait::{
-    Backoff, BatchClock, Deadline, QuietPoll, SpinThenYield, TUNING, batch, parking,
+    Backoff, BatchClock, Deadline, QuietPoll, SpinThenYield, TUNING, WaiterTake, batch, parking,
 };
 
 /// `locked`: free.
@@ -549,9 +554,10 @@ impl<P: Platform> QSpinCore<P> {
         let mut claimed: Option<BatchClock> = None;
         // Our successor, once taken from our node (`give_up_pending`).
         let mut successor = None;
-        // Whether we took the lock by a hand-off (the holder was running a
-        // tight loop): our successor then gets our CPU once (`make_head`).
-        let mut handed = false;
+        // How we took the lock (a hand-off: the holder was running a tight
+        // loop); it decides whether our successor gets our CPU once
+        // (`make_head`, `batch::yields_to_successor`).
+        let mut take = WaiterTake::Early;
         // Polls left in which we watch the lock after a kick: we take it
         // early if it stays free.
         let mut watch = 0u32;
@@ -565,7 +571,7 @@ impl<P: Platform> QSpinCore<P> {
                     let taken = self.take(RESERVED);
                     if taken {
                         ev.handoff();
-                        handed = true;
+                        take = WaiterTake::HandedOff;
                     }
                     taken
                 }
@@ -575,9 +581,14 @@ impl<P: Platform> QSpinCore<P> {
                 // a running holder between two acquisitions, and a second
                 // look soon after cannot tell: our loads take the holder's
                 // cache line and hold it up, free.)
-                FREE => {
-                    (claimed.is_some() || (watch > 0 && self.stays_free())) && self.try_lock_fast()
+                FREE if claimed.is_some() => {
+                    let taken = self.try_lock_fast();
+                    if taken {
+                        take = WaiterTake::FreeAfterClaim;
+                    }
+                    taken
                 }
+                FREE => watch > 0 && self.stays_free() && self.try_lock_fast(),
                 _ => false,
             };
             if taken {
@@ -663,10 +674,11 @@ impl<P: Platform> QSpinCore<P> {
         if old & HEAD_PARKED != 0 {
             parking::unpark_all::<P>(self.addr());
         }
+        let yield_after = batch::yields_to_successor::<P>(self.addr(), take);
         if let Some(next) = successor {
             // Our successor is queue head and word waiter now: it has our
             // whole batch to wake up, timed from now.
-            Self::make_head(next, queue, handed);
+            Self::make_head(next, queue, yield_after);
         }
         true
     }

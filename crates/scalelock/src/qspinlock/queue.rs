@@ -353,9 +353,10 @@ impl<P: Platform> QSpinCore<P> {
     /// owns `PENDING` from here, and its batch is timed from now. `by` is
     /// our node if we acquired the lock (the batch that starts now is ours,
     /// and `next` settles it in our debt), `None` if we gave up. With
-    /// `yield_after` (we took the lock by a hand-off), a sleeping `next` is
-    /// woken and then given our CPU once (see "Preemption" in the module
-    /// docs of `qspinlock`).
+    /// `yield_after` (we took the lock by a hand-off, or free after our
+    /// claim following a hand-off: `batch::yields_to_successor`), a sleeping
+    /// `next` is woken and then given our CPU once (see "Preemption" in the
+    /// module docs of `qspinlock`).
     pub(super) fn make_head(next: NodeIndex, by: Option<NodeIndex>, yield_after: bool) {
         let node = P::node(next);
         node.since.store(P::now_ns(), Ordering::Relaxed);

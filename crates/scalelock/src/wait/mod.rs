@@ -30,6 +30,6 @@ pub(crate) mod parking;
 pub(crate) mod tuning;
 
 pub(crate) use self::backoff::{Backoff, QuietPoll, SpinThenYield};
-pub(crate) use self::batch::{BatchClock, BatchDebt};
+pub(crate) use self::batch::{BatchClock, BatchDebt, WaiterTake};
 pub(crate) use self::deadline::Deadline;
 pub(crate) use self::tuning::TUNING;
