@@ -166,12 +166,13 @@
 //!   once). So does one that found the lock free after its claim if its
 //!   own previous take of the lock was a hand-off: in a tight loop that
 //!   is an old holder preempted between two critical sections, the CPUs
-//!   as busy as before, while threads that work between critical sections
-//!   find it free take after take, and there a yield would only end
-//!   batches early (`wait::batch::yields_to_successor`). And every batch a head ends is settled in the holder's *batch
-//!   debt* (`wait::batch::BatchDebt`): a holder whose batches ran long
-//!   gets shorter ones until it has paid, so that the threads' shares even
-//!   out when wake-ups are late for any reason.
+//!   as busy as before, while threads that work between critical
+//!   sections find it free take after take, and there a yield would only
+//!   end batches early (`wait::batch::yields_to_successor`). And every
+//!   batch a head ends is settled in the holder's *batch debt*
+//!   (`wait::batch::BatchDebt`): a holder whose batches ran long gets
+//!   shorter ones until it has paid, so that the threads' shares even out
+//!   when wake-ups are late for any reason.
 //! - A word waiter that is not running when its batch ends does not reserve
 //!   the lock: it claims it only when it runs again, and the running threads
 //!   use the lock meanwhile. If it stops running after claiming, a spinning

@@ -104,14 +104,14 @@ impl BatchClock {
 /// `lock` of it queues at once rather than spinning, because a thread still
 /// running right after a hand-off would otherwise take the lock back
 /// whenever it finds it free between the new holder's acquisitions. Also
-/// the lock whose last acquisition by this thread as word waiter was a
-/// hand-off ([`yields_to_successor`]). Lives in `LocalState`; only its
+/// the lock of this thread's last acquisition as word waiter, if that was
+/// a hand-off ([`yields_to_successor`]). Lives in `LocalState`; only its
 /// thread touches it.
 #[derive(Debug, Default)]
 pub(crate) struct HandedOff {
     lock: Cell<usize>,
-    /// The lock (its address; 0: none) whose last acquisition by this
-    /// thread as word waiter was a hand-off.
+    /// The lock (its address) of this thread's last acquisition as word
+    /// waiter if that was a hand-off; 0 otherwise.
     took_handed: Cell<usize>,
 }
 
@@ -389,7 +389,8 @@ mod tests {
 
     /// A word waiter yields to its successor after a hand-off, and after a
     /// free take only if its previous take of that lock was a hand-off;
-    /// never after an early take. The record is per lock and per thread.
+    /// never after an early take. The thread's record names one lock: a
+    /// take of another lock replaces it.
     #[cfg(feature = "std")]
     #[test]
     fn yields_after_a_hand_off_and_a_free_take_that_follows_one() {
@@ -407,7 +408,7 @@ mod tests {
             // An early take never yields, and clears the record.
             assert!(!yields_to_successor::<P>(A, Early));
             assert!(!yields_to_successor::<P>(A, FreeAfterClaim));
-            // A hand-off of B says nothing about A.
+            // A hand-off of B replaces the record of A's.
             assert!(yields_to_successor::<P>(B, HandedOff));
             assert!(!yields_to_successor::<P>(A, FreeAfterClaim));
         })
