@@ -244,13 +244,24 @@ unsafe impl<const YIELD_NS: u64> Platform for YieldClock<YIELD_NS> {
 /// Yields from the calling thread's polls of a held lock, before queueing,
 /// with a deadline `timeout_ns` from now (`None`: none).
 fn yields_before_queueing<const YIELD_NS: u64>(timeout_ns: Option<u64>) -> u32 {
+    yields_before_queueing_with::<YIELD_NS>(timeout_ns, 0, false)
+}
+
+/// `yields_before_queueing` with the lock's `flags`, for a thread whose
+/// last contended take of the lock was in the spin (`after_spin`) or not.
+fn yields_before_queueing_with<const YIELD_NS: u64>(
+    timeout_ns: Option<u64>,
+    flags: u8,
+    after_spin: bool,
+) -> u32 {
     let lock: QSpinCore<YieldClock<YIELD_NS>> = QSpinCore::new();
     assert!(lock.try_lock_fast());
+    lock.flags.store(flags, Ordering::Relaxed);
     let deadline = timeout_ns.map_or(Deadline::NEVER, |t| {
         Deadline::at(YieldClock::<YIELD_NS>::now_ns() + t)
     });
     YIELDS.with(|y| y.set(0));
-    assert!(!lock.spin_before_queueing(deadline, Events::NONE));
+    assert!(!lock.spin_before_queueing(deadline, Events::NONE, after_spin));
     YIELDS.with(Cell::get)
 }
 
@@ -268,6 +279,30 @@ fn contenders_yield_while_yields_run_other_threads() {
     // A yield can last a time slice: a timed acquisition stops yielding
     // once its deadline passed (here after the second 1 ms yield).
     assert_eq!(yields_before_queueing::<1_000_000>(Some(1_500_000)), 2);
+}
+
+/// A contender whose last contended take of the lock was in the spin polls
+/// a held lock `qs_pre_queue_polls_after_spin` times while a word waiter
+/// waits, and `qs_pre_queue_polls` times without one (a lone contender in
+/// a tight loop would take the holder's line) or after a take through the
+/// queue; a timed one still stops at its deadline.
+#[test]
+fn contenders_that_took_the_lock_spinning_poll_longer_behind_a_word_waiter() {
+    let (polls, longer) = (
+        TUNING.qs_pre_queue_polls,
+        TUNING.qs_pre_queue_polls_after_spin,
+    );
+    let spins = TUNING.qs_pre_queue_spins;
+    assert!(longer > polls, "the tuning polls longer after a spin take");
+    let yields =
+        |flags, after_spin| yields_before_queueing_with::<1_000_000>(None, flags, after_spin);
+    assert_eq!(yields(PENDING, true), longer - spins);
+    assert_eq!(yields(PENDING, false), polls - spins);
+    assert_eq!(yields(0, true), polls - spins);
+    assert_eq!(
+        yields_before_queueing_with::<1_000_000>(Some(1_500_000), PENDING, true),
+        2
+    );
 }
 
 std::thread_local! {
@@ -290,7 +325,7 @@ fn barge_past_a_word_waiter(retaking: bool, flags: u8) -> (bool, u8) {
     lock.flags.store(flags, Ordering::Relaxed);
     let addr = &lock as *const QSpinCore<YieldClock<0>> as usize;
     RETAKEN.with(|r| r.set(if retaking { addr } else { 0 }));
-    let took = lock.spin_before_queueing(Deadline::NEVER, Events::NONE);
+    let took = lock.spin_before_queueing(Deadline::NEVER, Events::NONE, false);
     RETAKEN.with(|r| r.set(0));
     (took, lock.flags.load(Ordering::Relaxed))
 }

@@ -105,14 +105,18 @@ impl BatchClock {
 /// running right after a hand-off would otherwise take the lock back
 /// whenever it finds it free between the new holder's acquisitions. Also
 /// the lock of this thread's last acquisition as word waiter, if that was
-/// a hand-off ([`yields_to_successor`]). Lives in `LocalState`; only its
-/// thread touches it.
+/// a hand-off ([`yields_to_successor`]), and of its last contended
+/// acquisition if that was in the optimistic spin ([`took_in_spin`]).
+/// Lives in `LocalState`; only its thread touches it.
 #[derive(Debug, Default)]
 pub(crate) struct HandedOff {
     lock: Cell<usize>,
     /// The lock (its address) of this thread's last acquisition as word
     /// waiter if that was a hand-off; 0 otherwise.
     took_handed: Cell<usize>,
+    /// The lock of this thread's last contended acquisition if it took it
+    /// in the optimistic spin, before queueing; 0 otherwise.
+    took_spinning: Cell<usize>,
 }
 
 impl HandedOff {
@@ -120,6 +124,7 @@ impl HandedOff {
         Self {
             lock: Cell::new(0),
             took_handed: Cell::new(0),
+            took_spinning: Cell::new(0),
         }
     }
 }
@@ -271,6 +276,22 @@ pub(crate) fn just_handed_off<P: Platform>(lock: usize) -> bool {
     P::with_local(|l| l.handed_off.lock.replace(0) == lock).unwrap_or(false)
 }
 
+/// Records how the calling thread's contended acquisition of `lock` went:
+/// `spun`, taken in the optimistic spin; otherwise it queued (or gave up).
+#[inline]
+pub(crate) fn record_contended_take<P: Platform>(lock: usize, spun: bool) {
+    let _ = P::with_local(|l| l.handed_off.took_spinning.set(if spun { lock } else { 0 }));
+}
+
+/// Whether the calling thread's last contended acquisition of `lock` was
+/// taken in the optimistic spin: then spinning pays on this lock (its
+/// holders let it go soon and leave it free for a while), and the next
+/// spin may poll for longer before it queues (`qs_pre_queue_polls_after_spin`).
+#[inline]
+pub(crate) fn took_in_spin<P: Platform>(lock: usize) -> bool {
+    P::with_local(|l| l.handed_off.took_spinning.get() == lock).unwrap_or(false)
+}
+
 /// How a word waiter acquired the lock it waited for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WaiterTake {
@@ -411,6 +432,28 @@ mod tests {
             // A hand-off of B replaces the record of A's.
             assert!(yields_to_successor::<P>(B, HandedOff));
             assert!(!yields_to_successor::<P>(A, FreeAfterClaim));
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// The record of a contended take names one lock, and says whether the
+    /// last contended take of it was in the spin.
+    #[cfg(feature = "std")]
+    #[test]
+    fn the_spin_take_record_names_the_last_contended_take() {
+        use crate::platform::StdPlatform as P;
+        std::thread::spawn(|| {
+            assert!(!took_in_spin::<P>(A));
+            record_contended_take::<P>(A, true);
+            assert!(took_in_spin::<P>(A));
+            assert!(!took_in_spin::<P>(B));
+            record_contended_take::<P>(A, false);
+            assert!(!took_in_spin::<P>(A));
+            record_contended_take::<P>(A, true);
+            record_contended_take::<P>(B, true);
+            assert!(!took_in_spin::<P>(A));
+            assert!(took_in_spin::<P>(B));
         })
         .join()
         .unwrap();

@@ -73,6 +73,14 @@ pub(crate) struct Tuning {
     // --- qspinlock ---
     /// Polls of a contender's optimistic spin before it queues.
     pub qs_pre_queue_polls: u32,
+    /// The same, while a word waiter waits, for a contender whose last
+    /// contended take of the lock was in this spin (the lock's holders let
+    /// it go soon and leave it free for a while). Its waits past
+    /// `qs_pre_queue_polls` are yields while yields run other threads, or
+    /// else `Backoff` steps, soon timed sleeps (`backoff_sleep_ns`): it
+    /// waits out a held lock outside the queue, whose sleepers come back
+    /// one wake-up at a time.
+    pub qs_pre_queue_polls_after_spin: u32,
     /// Relaxes a contender waits before it takes a free lock while a word
     /// waiter sleeps through its batch: a holder running a tight loop
     /// re-takes the lock within tens of nanoseconds, one that does other
@@ -247,6 +255,7 @@ const NATIVE: Tuning = Tuning {
     park_polls: 1 << 12,
 
     qs_pre_queue_polls: 10,
+    qs_pre_queue_polls_after_spin: 20,
     qs_barge_settle_relaxes: 8,
     qs_pre_queue_spins: 3,
     qs_steal_ns: 20_000,
@@ -309,6 +318,7 @@ const LOOM: Tuning = Tuning {
     park_polls: 2,
 
     qs_pre_queue_polls: 1,
+    qs_pre_queue_polls_after_spin: 2,
     qs_barge_settle_relaxes: 1,
     qs_pre_queue_spins: 1,
     qs_steal_ns: 20_000,
