@@ -77,6 +77,11 @@
 //!   time (a convoy; the README has the figures).
 //!   Such a contender also *kicks* the sleeping word waiter (`KICK`, and a
 //!   wake-up) before it takes the lock: the lock has room for more threads.
+//!   A contender whose last contended take of the lock was in this spin
+//!   polls twice as long while a word waiter waits: the lock's holders
+//!   leave it free between critical sections, and waiting that out beats
+//!   a queue whose sleepers come back one wake-up at a time. Threads in a
+//!   tight loop take the lock as word waiters and keep the short budget.
 //! - **Word waiter** (`PENDING`): lets the running holder keep the lock for
 //!   a batch (`batch_ns`), two short spins and then a timed sleep on the
 //!   lock's parking bucket, touching the lock's line twice in all. Then it
