@@ -27,7 +27,7 @@
 //! | `HANDOFF` | the word waiter claims the lock: releases reserve it | the word waiter (or a contender that took a reserved lock whose word waiter did not come); cleared with `PENDING`, or when the word waiter hands `PENDING` on |
 //! | `GRANTED` | a release has committed to reserving the lock for the word waiter: `locked` is `RESERVED`, or the releaser stores it next (or a contender that took the reservation clears `GRANTED` next); the word waiter can no longer give up | the releaser, in an RMW that finds `PENDING` (and `HANDOFF`, unless fair); cleared by the RMW of whoever takes the reserved lock |
 //! | `HEAD_PARKED` | a queue head without predecessor sleeps until `PENDING` clears | that head; cleared by the word waiter's acquiring (or giving-up) RMW, which then wakes it |
-//! | `KICK` | a hint to the word waiter: the lock has room for more threads (a contender found it free, and still free a moment later, during the batch) | such a contender, in an RMW that finds `PENDING` set and `HANDOFF` and `KICK` clear; cleared by the word waiter when it takes the hint up, and by its acquiring or giving-up RMW |
+//! | `KICK` | a hint to the word waiter: the lock has room for more threads (a contender found it free, and still free a moment later, during the batch) | such a contender, in an RMW that finds `PENDING` set and `HANDOFF` and `KICK` clear; left set by the word waiter that takes the hint up (one kick per batch), cleared by its acquiring or giving-up RMW |
 //! | `tail` | index of the last MCS queue node | `swap` by each newcomer; `cmpxchg -> 0` by the last node leaving; `cmpxchg` back to its predecessor by a last node that gives up |
 //!
 //! A queue node (`qnode`) is `WAITING`/`PARKED` while its owner waits, and
@@ -98,7 +98,10 @@
 //!   microsecond inside, two outside) leave that room, and without kicks
 //!   the threads that queued while a holder was preempted came back one
 //!   per batch only: the queue kept most threads asleep and a CPU went
-//!   idle, however much room the lock had.
+//!   idle, however much room the lock had. It takes one kick up per batch
+//!   (it leaves `KICK` set, so no contender wakes it again): on a lock
+//!   busy most of the time a watch rarely pays, and each wake-up and
+//!   watch takes CPU time the holders need.
 //! - **Queue**: further contenders queue MCS-style: `tail.swap(me)`, link
 //!   into the predecessor's node, spin briefly on *their own* node's line,
 //!   then sleep on it. Only the predecessor writes that line: when it
@@ -478,7 +481,8 @@ impl<P: Platform> QSpinCore<P> {
     /// word waiter's acquiring RMW and leave `KICK` on a lock without a word
     /// waiter, found by the `qspinlock_timed_waiters_give_up` shuttle
     /// model.) Relaxed: a hint; the lock itself passes by `locked`. At most
-    /// one wake-up per kick the word waiter takes up.
+    /// one wake-up per batch: the word waiter leaves `KICK` set once it
+    /// took a kick up.
     #[cold]
     fn kick_word_waiter(&self) {
         let kicked = self
@@ -590,6 +594,16 @@ impl<P: Platform> QSpinCore<P> {
         // Polls left in which we watch the lock after a kick: we take it
         // early if it stays free.
         let mut watch = 0u32;
+        // Whether we took a kick up in this batch. We leave `KICK` set
+        // after it, so that no contender wakes us again before our batch
+        // ends: with the lock busy most of the time (a microsecond inside
+        // the critical sections, one outside, 8-16 threads on 2 CPUs) a
+        // watch rarely finds it free for long, while every contender that
+        // saw it free for a moment kicked again, each kick a wake-up and a
+        // watch of spinning taken from the two CPUs the holders need
+        // (qspinlock ran at 0.7x parking_lot there; the README has the
+        // figures).
+        let mut kicked = false;
         loop {
             // Our ticket, before we look: a reserving release after this
             // (a fair unlock) ends our quiet sleep below.
@@ -650,10 +664,10 @@ impl<P: Platform> QSpinCore<P> {
                             P::relax();
                         }
                     }
-                    // A kick: take it up (a later one wakes us again).
-                    // Relaxed: a hint, as the kick.
-                    Some(_) if self.flags.load(Ordering::Relaxed) & KICK != 0 => {
-                        self.flags.fetch_and(!KICK, Ordering::Relaxed);
+                    // A kick: take it up, once a batch (`KICK` stays set:
+                    // no later one wakes us). Relaxed: a hint, as the kick.
+                    Some(_) if !kicked && self.flags.load(Ordering::Relaxed) & KICK != 0 => {
+                        kicked = true;
                         watch = TUNING.qs_kick_watch_polls;
                     }
                     // The holder runs its batch: wait quietly, off its line

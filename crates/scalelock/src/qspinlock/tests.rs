@@ -184,9 +184,37 @@ fn contended_counts_are_exact() {
 /// or one that returns at once (0). Counts the calling thread's yields.
 /// Its `relax` lets a running holder re-take the lock named by `RETAKEN`
 /// (the holder runs a tight loop and is between two acquisitions when the
-/// contender looks).
+/// contender looks), and runs `busy_holder_and_kicker` (`BUSY`).
 #[derive(Debug)]
 struct YieldClock<const YIELD_NS: u64>;
+
+std::thread_local! {
+    /// A lock (0: none) with a holder in a tight loop, which for the given
+    /// number of further relaxes re-takes it whenever it is free (so it is
+    /// held at every look), then leaves it free; and a contender that kicks
+    /// its word waiter at every relax and every timed sleep.
+    static BUSY: Cell<(usize, u32)> = const { Cell::new((0, 0)) };
+}
+
+/// One step of `BUSY`'s holder (`relax`: `hold`) and contender.
+fn busy_holder_and_kicker<const YIELD_NS: u64>(hold: bool) {
+    let (addr, left) = BUSY.with(Cell::get);
+    if addr == 0 {
+        return;
+    }
+    // SAFETY: `BUSY` names a lock that outlives the test's polls (it is
+    // cleared before the lock goes).
+    let lock = unsafe { &*(addr as *const QSpinCore<YieldClock<YIELD_NS>>) };
+    if hold && left > 0 {
+        BUSY.with(|b| b.set((addr, left - 1)));
+        if left > 1 {
+            let _ = lock.try_lock_fast();
+        } else {
+            lock.locked.store(FREE, Ordering::Release);
+        }
+    }
+    lock.kick_word_waiter();
+}
 
 std::thread_local! {
     static YIELD_CLOCK: Cell<u64> = const { Cell::new(0) };
@@ -200,6 +228,7 @@ std::thread_local! {
 // wakes: the tests poll, single-threaded.
 unsafe impl<const YIELD_NS: u64> Platform for YieldClock<YIELD_NS> {
     fn relax() {
+        busy_holder_and_kicker::<YIELD_NS>(true);
         let addr = RETAKEN.with(Cell::get);
         if addr != 0 {
             // SAFETY: `RETAKEN` names a lock that outlives the test's
@@ -218,6 +247,7 @@ unsafe impl<const YIELD_NS: u64> Platform for YieldClock<YIELD_NS> {
     fn wait(_: &AtomicU32, _: u32) {}
     fn wait_timeout(_: &AtomicU32, _: u32, _: u64) {
         SLEEPS.with(|n| n.set(n.get() + 1));
+        busy_holder_and_kicker::<YIELD_NS>(false);
     }
     fn wake_one(_: &AtomicU32) {}
     fn wake_all(_: &AtomicU32) {}
@@ -389,6 +419,32 @@ fn a_kicked_word_waiter_takes_a_lock_that_stays_free_before_its_batch_ends() {
     assert!(
         sleeps >= TUNING.batch_polls / 2,
         "slept {sleeps} times in a batch of {} polls",
+        TUNING.batch_polls
+    );
+}
+
+/// A word waiter takes one kick up per batch: after a watch that found the
+/// lock busy (a holder in a tight loop), the kicks that contenders keep
+/// sending leave it asleep until its batch ends, although the lock has
+/// room by then (taking each up, it would have taken the lock early).
+#[test]
+fn a_word_waiter_takes_one_kick_up_per_batch() {
+    let lock: QSpinCore<YieldClock<0>> = QSpinCore::new();
+    lock.flags.store(PENDING | KICK, Ordering::Relaxed);
+    let addr = &lock as *const QSpinCore<YieldClock<0>> as usize;
+    // Longer than one watch (`qs_kick_watch_polls` polls of
+    // `claimed_poll_relaxes` relaxes), shorter than the batch's polls.
+    let busy = 2 * TUNING.qs_kick_watch_polls * TUNING.claimed_poll_relaxes;
+    BUSY.with(|b| b.set((addr, busy)));
+    SLEEPS.with(|n| n.set(0));
+    let took = lock.wait_as_pending(None, None, Deadline::NEVER, Events::NONE);
+    BUSY.with(|b| b.set((0, 0)));
+    assert!(took && lock.locked.load(Ordering::Relaxed) == LOCKED);
+    assert_eq!(lock.flags.load(Ordering::Relaxed), 0);
+    let sleeps = SLEEPS.with(Cell::get);
+    assert!(
+        sleeps >= TUNING.batch_polls / 2,
+        "slept {sleeps} times in a batch of {} polls: woken by later kicks",
         TUNING.batch_polls
     );
 }
