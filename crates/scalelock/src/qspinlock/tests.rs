@@ -210,6 +210,8 @@ fn busy_holder_and_kicker<const YIELD_NS: u64>(hold: bool) {
         if left > 1 {
             let _ = lock.try_lock_fast();
         } else {
+            // Release: the holder's unlock, as `unlock`'s (pairs with the
+            // word waiter's Acquire take).
             lock.locked.store(FREE, Ordering::Release);
         }
     }
