@@ -12,10 +12,17 @@ ab_worktree() {
 # ab_build BENCH COMMIT [FEATURES]: builds bench BENCH of scalelock at
 # COMMIT (a detached worktree in /tmp, its own target dir per commit and
 # feature list) and prints the binary's path.
+# With ALIGN=1 in the environment both sides are built with every function
+# and every branch target aligned (64 and 32 bytes): a change to one
+# function moves the code after it, and on some CPUs that alone moved
+# whole regimes by 20% (8-16 threads, 200 ns inside and 500 ns outside the
+# critical sections, on the 2-vCPU Intel VM); aligned, a build measures
+# what the change does, not where its code landed.
 ab_build() {
-  local bench=$1 c=$2 f=${3:-} d=/tmp/ab-$2 t=/tmp/ab-target-$2${3:+-${3//,/-}}
+  local bench=$1 c=$2 f=${3:-} d=/tmp/ab-$2 t=/tmp/ab-target-$2${3:+-${3//,/-}}${ALIGN:+-aligned}
+  local flags=${ALIGN:+-C llvm-args=-align-all-functions=6 -C llvm-args=-align-all-nofallthru-blocks=5}
   ab_worktree $c
-  (cd $d && CARGO_TARGET_DIR=$t cargo bench -q -p scalelock --bench $bench \
+  (cd $d && RUSTFLAGS="$flags" CARGO_TARGET_DIR=$t cargo bench -q -p scalelock --bench $bench \
     ${f:+--features $f} --no-run 2>&1 | tail -1 >&2)
   ls -t $t/release/deps/$bench-* | grep -v '\.d$' | head -1
 }
