@@ -102,6 +102,16 @@
 //!   (it leaves `KICK` set, so no contender wakes it again): on a lock
 //!   busy most of the time a watch rarely pays, and each wake-up and
 //!   watch takes CPU time the holders need.
+//!   And when its CPU has nothing else to run (a yield returns at once)
+//!   and no queue has formed behind it, it does not sleep through the
+//!   batch: it measures how long the holder leaves the lock free between
+//!   critical sections (three gaps, closely watched), and if every gap
+//!   lasts `qs_idle_gap_ns`, it takes the lock the moment it is free, as
+//!   parking_lot's spinning waiter does (`wait::IdleWatch`). Two threads
+//!   on two CPUs with work on both sides of their critical sections then
+//!   share the lock, where a sleeping word waiter left one CPU idle and
+//!   the lock did one thread's work; a holder in a tight loop leaves gaps
+//!   of a cache-line transfer or two, and keeps its batch.
 //! - **Queue**: further contenders queue MCS-style: `tail.swap(me)`, link
 //!   into the predecessor's node, spin briefly on *their own* node's line,
 //!   then sleep on it. Only the predecessor writes that line: when it
@@ -197,8 +207,10 @@
 //!   instead of going to sleep in the queue, which comes back one wake-up
 //!   at a time. A yield that returns at once means nobody else wants this
 //!   CPU (the holder runs on another one): it spins again
-//!   (`wait::SpinThenYield`). Queued waiters and the word waiter never
-//!   yield (see `wait::backoff`).
+//!   (`wait::SpinThenYield`). Queued waiters never yield, nor does the
+//!   word waiter once its batch is over (see `wait::backoff`); during the
+//!   batch, a word waiter without a queue behind it yields to learn whether
+//!   its CPU has other work (`IdleWatch`, under "Word waiter").
 //!
 //! # Sleeping until a release without an atomic unlock
 //! Releases are plain stores, which return nothing, so a sleeper cannot
@@ -255,7 +267,8 @@ use crate::platform::{DefaultPlatform, Platform};
 use crate::qnode::NodeIndex;
 use crate::sync::atomic::{AtomicU8, AtomicU16, Ordering};
 use crate::wait::{
-    Backoff, BatchClock, Deadline, QuietPoll, SpinThenYield, TUNING, WaiterTake, batch, parking,
+    Backoff, BatchClock, Deadline, IdleWatch, QuietPoll, SpinThenYield, TUNING, WaiterTake, batch,
+    parking, shortest_free_gap,
 };
 
 /// `locked`: free.
@@ -515,6 +528,18 @@ impl<P: Platform> QSpinCore<P> {
         }
     }
 
+    /// One wait of a word waiter's `IdleWatch` (out of line: most word
+    /// waiters sleep through their batch, and the loop they wait in stays
+    /// small); false once it does not watch.
+    #[cold]
+    #[inline(never)]
+    fn watch_idle(&self, idle: &mut IdleWatch) -> bool {
+        idle.wait::<P>(
+            || self.tail.load(Ordering::Relaxed) == 0,
+            || shortest_free_gap::<P>(|| self.locked.load(Ordering::Relaxed) == FREE),
+        )
+    }
+
     /// We took a reserved lock whose word waiter did not come: the
     /// reservation is consumed (`GRANTED` goes), and our release must
     /// reserve the lock again. `GRANTED` was set until now, so the word
@@ -604,6 +629,9 @@ impl<P: Platform> QSpinCore<P> {
         // (qspinlock ran at 0.7x parking_lot there; the README has the
         // figures).
         let mut kicked = false;
+        // While our CPU has nothing else to run we watch the lock instead
+        // of sleeping through the batch (`IdleWatch`).
+        let mut idle = IdleWatch::new();
         loop {
             // Our ticket, before we look: a reserving release after this
             // (a fair unlock) ends our quiet sleep below.
@@ -631,7 +659,10 @@ impl<P: Platform> QSpinCore<P> {
                     }
                     taken
                 }
-                FREE => watch > 0 && self.stays_free() && self.try_lock_fast(),
+                FREE if watch > 0 => self.stays_free() && self.try_lock_fast(),
+                // Our CPU is idle and the holder works between its
+                // critical sections: take it the moment it is free.
+                FREE if idle.grabs() => self.try_lock_fast(),
                 _ => false,
             };
             if taken {
@@ -670,6 +701,9 @@ impl<P: Platform> QSpinCore<P> {
                         kicked = true;
                         watch = TUNING.qs_kick_watch_polls;
                     }
+                    // Our CPU has nothing else to run and nobody queues
+                    // behind us: watch the holder (`IdleWatch`).
+                    Some(_) if idle.watching() && self.watch_idle(&mut idle) => {}
                     // The holder runs its batch: wait quietly, off its line
                     // (a couple of short spins, then a sleep for the rest of
                     // the batch, cut short by a kick).

@@ -219,6 +219,45 @@ fn busy_holder_and_kicker<const YIELD_NS: u64>(hold: bool) {
 }
 
 std::thread_local! {
+    /// A lock (0: none) whose holder runs on another CPU with
+    /// `(held_ns, free_ns)` inside and between its critical sections, and
+    /// whether it holds the lock now. Each relax is `RELAX_NS` of the
+    /// clock, and the holder takes or releases the lock as its schedule
+    /// says (a take can fail: somebody else has the lock).
+    static HOLDER: Cell<(usize, u64, u64, bool)> = const { Cell::new((0, 0, 0, false)) };
+}
+
+/// The clock time of one relax while `HOLDER` runs.
+const RELAX_NS: u64 = 10;
+
+/// One relax of `HOLDER`'s holder.
+fn timed_holder<const YIELD_NS: u64>() {
+    let (addr, held_ns, free_ns, holding) = HOLDER.with(Cell::get);
+    if addr == 0 {
+        return;
+    }
+    // SAFETY: `HOLDER` names a lock that outlives the test's polls (it is
+    // cleared before the lock goes).
+    let lock = unsafe { &*(addr as *const QSpinCore<YieldClock<YIELD_NS>>) };
+    let now = YIELD_CLOCK.with(|c| {
+        c.set(c.get() + RELAX_NS);
+        c.get()
+    });
+    let inside = now % (held_ns + free_ns) < held_ns;
+    let holding = match (inside, holding) {
+        (true, false) => lock.try_lock_fast(),
+        (false, true) => {
+            // Release: the holder's unlock, as `unlock`'s (pairs with the
+            // next acquirer's Acquire take).
+            lock.locked.store(FREE, Ordering::Release);
+            false
+        }
+        (_, holding) => holding,
+    };
+    HOLDER.with(|h| h.set((addr, held_ns, free_ns, holding)));
+}
+
+std::thread_local! {
     static YIELD_CLOCK: Cell<u64> = const { Cell::new(0) };
     static YIELDS: Cell<u32> = const { Cell::new(0) };
     static SLEEPS: Cell<u32> = const { Cell::new(0) };
@@ -231,6 +270,7 @@ std::thread_local! {
 unsafe impl<const YIELD_NS: u64> Platform for YieldClock<YIELD_NS> {
     fn relax() {
         busy_holder_and_kicker::<YIELD_NS>(true);
+        timed_holder::<YIELD_NS>();
         let addr = RETAKEN.with(Cell::get);
         if addr != 0 {
             // SAFETY: `RETAKEN` names a lock that outlives the test's
@@ -462,4 +502,74 @@ fn a_kicked_word_waiter_leaves_a_lock_a_running_holder_retakes() {
     let stays = lock.stays_free();
     RETAKEN.with(|r| r.set(0));
     assert!(!stays);
+}
+
+/// `shortest_free_gap` on a lock whose holder is inside its critical
+/// sections for `held_ns` and outside for `free_ns`.
+fn shortest_gap_beside(held_ns: u64, free_ns: u64) -> Option<u64> {
+    let lock: QSpinCore<YieldClock<0>> = QSpinCore::new();
+    let addr = &lock as *const QSpinCore<YieldClock<0>> as usize;
+    HOLDER.with(|h| h.set((addr, held_ns, free_ns, false)));
+    let gap = shortest_free_gap::<YieldClock<0>>(|| lock.locked.load(Ordering::Relaxed) == FREE);
+    HOLDER.with(|h| h.set((0, 0, 0, false)));
+    gap
+}
+
+/// An idle word waiter's measure of the holder: the shortest whole gap in
+/// which the lock was free, to within a poll; none for a lock never free
+/// or never held while it looked.
+#[test]
+fn the_gap_measure_sees_how_long_a_holder_leaves_the_lock_free() {
+    let near = |gap: Option<u64>, ns: u64| {
+        let g = gap.expect("gaps seen");
+        assert!(g.abs_diff(ns) <= 2 * RELAX_NS, "measured {g} ns for {ns}");
+    };
+    near(shortest_gap_beside(1_000, 500), 500);
+    near(shortest_gap_beside(60, 40), 40);
+    const { assert!(TUNING.qs_idle_gap_ns > 40 && TUNING.qs_idle_gap_ns < 500) };
+    assert_eq!(shortest_gap_beside(1, 0), None);
+    assert_eq!(shortest_gap_beside(0, 1), None);
+}
+
+/// A word waiter beside `HOLDER`'s holder (`held_ns` inside, `free_ns`
+/// outside), with `tail` in the lock word: whether it took the lock (and
+/// the holder does not hold it), and its timed sleeps.
+fn word_waiter_beside<const YIELD_NS: u64>(held_ns: u64, free_ns: u64, tail: u16) -> (bool, u32) {
+    let lock: QSpinCore<YieldClock<YIELD_NS>> = QSpinCore::new();
+    lock.flags.store(PENDING, Ordering::Relaxed);
+    lock.tail.store(tail, Ordering::Relaxed);
+    let addr = &lock as *const QSpinCore<YieldClock<YIELD_NS>> as usize;
+    HOLDER.with(|h| h.set((addr, held_ns, free_ns, false)));
+    SLEEPS.with(|n| n.set(0));
+    let took = lock.wait_as_pending(None, None, Deadline::NEVER, Events::NONE);
+    let holder_holds = HOLDER.with(|h| h.get().3);
+    HOLDER.with(|h| h.set((0, 0, 0, false)));
+    assert_eq!(lock.flags.load(Ordering::Relaxed), 0);
+    (
+        took && !holder_holds && lock.locked.load(Ordering::Relaxed) == LOCKED,
+        SLEEPS.with(Cell::get),
+    )
+}
+
+/// A word waiter whose CPU has nothing else to run (its yield returns at
+/// once) and that sees no queue watches the holder: one that leaves the
+/// lock free for a while between critical sections (500 ns), it takes the
+/// lock from as soon as it is free, without sleeping; one in a tight loop
+/// (40 ns), it leaves alone and sleeps through the batch. So it does with
+/// threads queued behind it, or when its yield ran another thread.
+#[test]
+fn an_idle_word_waiter_takes_the_lock_between_a_holders_critical_sections() {
+    const { assert!(TUNING.qs_idle_gaps > 0) };
+    let slept_through_the_batch =
+        |(took, sleeps): (bool, u32)| took && sleeps >= TUNING.batch_polls / 2;
+    assert_eq!(word_waiter_beside::<0>(1_000, 500, 0), (true, 0));
+    assert!(slept_through_the_batch(word_waiter_beside::<0>(60, 40, 0)));
+    assert!(slept_through_the_batch(word_waiter_beside::<0>(
+        1_000, 500, 3
+    )));
+    // A yield that ran another thread (5 µs: `yield_ran_ns`).
+    const { assert!(TUNING.yield_ran_ns <= 5_000) };
+    assert!(slept_through_the_batch(word_waiter_beside::<5_000>(
+        1_000, 500, 0
+    )));
 }

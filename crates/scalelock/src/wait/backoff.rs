@@ -11,6 +11,8 @@
 //! - [`SpinThenYield`]: how a contender waits between its polls of a held
 //!   lock before it queues: a few short spins, then `yield_now` for as long
 //!   as yields run other threads, then spinning again.
+//! - [`IdleWatch`]: how a word waiter whose CPU has nothing else to run
+//!   watches the lock through the holder's batch instead of sleeping.
 //!
 //! `Backoff` and `QuietPoll` never call `yield_now`: `sched_yield` may hand
 //! the CPU to any runnable task, a low-priority one included, for a whole
@@ -21,6 +23,9 @@
 //! thread with work to do, where spinning would burn the slice and queueing
 //! would put the caller to sleep (a queue comes back one wake-up at a
 //! time, and a woken thread can wait a scheduler tick for a CPU).
+//! `IdleWatch` yields once per probe, during a batch that its caller would
+//! otherwise sleep through for a millisecond, and only while it sees no
+//! queue; the yield is how it learns whether its CPU has other work.
 
 use super::TUNING;
 use crate::platform::Platform;
@@ -138,4 +143,149 @@ impl QuietPoll {
         }
         self.relaxes *= 2;
     }
+}
+
+/// How a word waiter watches the lock during the holder's batch while its
+/// own CPU has nothing else to run. With two threads on two CPUs and work
+/// between critical sections (a microsecond inside, half of one outside),
+/// a word waiter asleep through the batch left its CPU idle and the lock
+/// free a third of the time: the lock did one thread's work, and
+/// parking_lot, whose waiter spins and grabs, did more.
+///
+/// 1. *Probe*: a `yield_now` that returns within `yield_ran_ns` found no
+///    other thread to run on this CPU (and the caller sees no queue).
+/// 2. *Observe*: the caller measures how long the holder leaves the lock
+///    free between two critical sections (`shortest_free_gap`). A holder
+///    in a tight loop re-takes it within a cache-line transfer or two, and
+///    there the batch is what makes the lock fast (a waiter that grabs the
+///    lock at every release moves its line at every acquisition): the
+///    waiter goes back to sleep for the rest of the batch (*Off*).
+/// 3. *Grab*: gaps of at least `qs_idle_gap_ns` are a holder that works
+///    between critical sections: the waiter polls the lock every
+///    `qs_idle_poll_relaxes` relaxes and takes it the moment it is free,
+///    as a spinning waiter of parking_lot or a pending waiter of Linux's
+///    qspinlock does. After `qs_idle_watch_polls` polls it probes again.
+#[derive(Debug)]
+pub(crate) struct IdleWatch {
+    polls: u32,
+    state: IdleState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IdleState {
+    Probe,
+    Observe,
+    Grab,
+    Off,
+}
+
+impl IdleWatch {
+    #[inline]
+    pub(crate) const fn new() -> Self {
+        Self {
+            polls: 0,
+            state: if TUNING.qs_idle_gaps == 0 {
+                IdleState::Off
+            } else {
+                IdleState::Probe
+            },
+        }
+    }
+
+    /// Whether the waiter may still watch in this batch (`wait` has not
+    /// turned it off).
+    #[inline]
+    pub(crate) fn watching(&self) -> bool {
+        self.state != IdleState::Off
+    }
+
+    /// Whether the waiter takes a lock the moment it sees it free.
+    #[inline]
+    pub(crate) fn grabs(&self) -> bool {
+        self.state == IdleState::Grab
+    }
+
+    /// Waits before the next poll while the CPU is idle, measuring the
+    /// holder's gaps with `shortest_gap` when due; `can_watch` is the
+    /// caller's look at its lock before a probe (nobody queued behind it).
+    /// False (at once) once the waiter does not watch: then it waits
+    /// quietly instead.
+    #[inline]
+    pub(crate) fn wait<P: Platform>(
+        &mut self,
+        can_watch: impl FnOnce() -> bool,
+        shortest_gap: impl FnOnce() -> Option<u64>,
+    ) -> bool {
+        match self.state {
+            IdleState::Off => false,
+            IdleState::Probe => {
+                let idle = can_watch() && {
+                    let start = P::now_ns();
+                    P::yield_now();
+                    P::now_ns().wrapping_sub(start) < TUNING.yield_ran_ns
+                };
+                self.state = match (idle, self.polls) {
+                    (false, _) => IdleState::Off,
+                    // Probed again while grabbing: the holder has not changed.
+                    (true, 0) => IdleState::Observe,
+                    (true, _) => IdleState::Grab,
+                };
+                self.polls = 0;
+                self.state != IdleState::Off
+            }
+            IdleState::Observe => {
+                self.state = match shortest_gap() {
+                    Some(gap) if gap >= TUNING.qs_idle_gap_ns => IdleState::Grab,
+                    _ => IdleState::Off,
+                };
+                self.state != IdleState::Off
+            }
+            IdleState::Grab => {
+                for _ in 0..TUNING.qs_idle_poll_relaxes {
+                    P::relax();
+                }
+                self.polls += 1;
+                if self.polls >= TUNING.qs_idle_watch_polls {
+                    self.state = IdleState::Probe;
+                }
+                true
+            }
+        }
+    }
+}
+
+/// Watches a held lock closely (`is_free` at every relax) for up to
+/// `qs_idle_observe_ns` and returns the shortest of the first
+/// `qs_idle_gaps` whole gaps in which it was free (from a poll that found
+/// it free after one that found it held, to the next that found it held),
+/// or `None` if fewer were seen. Without a clock (`now_ns` always 0) every
+/// gap measures 0: such a waiter never grabs.
+pub(crate) fn shortest_free_gap<P: Platform>(is_free: impl Fn() -> bool) -> Option<u64> {
+    let start = P::now_ns();
+    let mut held_seen = false;
+    let mut gap_start = None;
+    let mut shortest = u64::MAX;
+    let mut gaps = 0;
+    for _ in 0..TUNING.qs_idle_observe_polls {
+        let free = is_free();
+        let now = P::now_ns();
+        match gap_start {
+            None if free && held_seen => gap_start = Some(now),
+            None => held_seen |= !free,
+            Some(since) if !free => {
+                shortest = shortest.min(now.wrapping_sub(since));
+                gaps += 1;
+                if gaps >= TUNING.qs_idle_gaps {
+                    return Some(shortest);
+                }
+                gap_start = None;
+            }
+            Some(_) => {}
+        }
+        if now.wrapping_sub(start) >= TUNING.qs_idle_observe_ns {
+            break;
+        }
+        P::relax();
+    }
+    None
 }
