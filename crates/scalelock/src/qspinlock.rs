@@ -152,8 +152,11 @@
 //! steps above: each waits only for a thread that is in the middle of a
 //! few instructions of the lock's protocol (a successor linking itself, a
 //! releaser between its `GRANTED` RMW and its store), unless that thread
-//! is preempted there. Where `now_ns` is a constant 0 (no clock), a
-//! nonzero timeout never passes (see
+//! is preempted there; and by the wait between two looks at the clock: a
+//! contender's or an idle word waiter's yield (a time slice at worst,
+//! when other threads want the CPU) or an idle word waiter's measure of
+//! the holder (`qs_idle_observe_ns`). Where `now_ns` is a constant 0 (no
+//! clock), a nonzero timeout never passes (see
 //! [`TimedPlatform`](crate::platform::TimedPlatform)).
 //!
 //! # Fair and fast: batches (see `wait::batch`)

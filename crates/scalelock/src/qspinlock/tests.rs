@@ -554,7 +554,7 @@ fn word_waiter_beside<const YIELD_NS: u64>(held_ns: u64, free_ns: u64, tail: u16
 /// A word waiter whose CPU has nothing else to run (its yield returns at
 /// once) and that sees no queue watches the holder: one that leaves the
 /// lock free for a while between critical sections (500 ns), it takes the
-/// lock from as soon as it is free, without sleeping; one in a tight loop
+/// lock as soon as it is free, without sleeping; one in a tight loop
 /// (40 ns), it leaves alone and sleeps through the batch. So it does with
 /// threads queued behind it, or when its yield ran another thread.
 #[test]
