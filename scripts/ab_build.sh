@@ -18,11 +18,11 @@ ab_worktree() {
 # whole regimes by 20% (8-16 threads, 200 ns inside and 500 ns outside the
 # critical sections, on the 2-vCPU Intel VM); aligned, a build measures
 # what the change does, not where its code landed.
+ab_align_flags=${ALIGN:+-C llvm-args=-align-all-functions=6 -C llvm-args=-align-all-nofallthru-blocks=5}
 ab_build() {
   local bench=$1 c=$2 f=${3:-} d=/tmp/ab-$2 t=/tmp/ab-target-$2${3:+-${3//,/-}}${ALIGN:+-aligned}
-  local flags=${ALIGN:+-C llvm-args=-align-all-functions=6 -C llvm-args=-align-all-nofallthru-blocks=5}
   ab_worktree $c
-  (cd $d && RUSTFLAGS="$flags" CARGO_TARGET_DIR=$t cargo bench -q -p scalelock --bench $bench \
+  (cd $d && RUSTFLAGS="$ab_align_flags" CARGO_TARGET_DIR=$t cargo bench -q -p scalelock --bench $bench \
     ${f:+--features $f} --no-run 2>&1 | tail -1 >&2)
   ls -t $t/release/deps/$bench-* | grep -v '\.d$' | head -1
 }

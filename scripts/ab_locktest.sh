@@ -17,9 +17,8 @@ source "$(dirname "$0")/ab_common.sh"
 locks=${LOCKS:-qspinlock,pl-mutex}
 build() { # COMMIT: prints the locktest binary's path (ALIGN=1: see ab_build.sh)
   local d=/tmp/ab-$1 t=/tmp/ab-target-$1-locktest${ALIGN:+-aligned}
-  local flags=${ALIGN:+-C llvm-args=-align-all-functions=6 -C llvm-args=-align-all-nofallthru-blocks=5}
   ab_worktree $1
-  (cd $d && RUSTFLAGS="$flags" CARGO_TARGET_DIR=$t cargo build -q --release -p locktest 2>&1 | tail -1 >&2)
+  (cd $d && RUSTFLAGS="$ab_align_flags" CARGO_TARGET_DIR=$t cargo build -q --release -p locktest 2>&1 | tail -1 >&2)
   echo $t/release/locktest
 }
 run() { # SIDE BINARY PAIR
