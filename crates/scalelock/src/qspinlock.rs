@@ -102,16 +102,18 @@
 //!   (it leaves `KICK` set, so no contender wakes it again): on a lock
 //!   busy most of the time a watch rarely pays, and each wake-up and
 //!   watch takes CPU time the holders need.
-//!   And when its CPU has nothing else to run (a yield returns at once)
-//!   and no queue has formed behind it, it does not sleep through the
-//!   batch: it measures how long the holder leaves the lock free between
-//!   critical sections (three gaps, closely watched), and if every gap
-//!   lasts `qs_idle_gap_ns`, it takes the lock the moment it is free, as
-//!   parking_lot's spinning waiter does (`wait::IdleWatch`). Two threads
-//!   on two CPUs with work on both sides of their critical sections then
-//!   share the lock, where a sleeping word waiter left one CPU idle and
-//!   the lock did one thread's work; a holder in a tight loop leaves gaps
-//!   of a cache-line transfer or two, and keeps its batch.
+//!   And before it sleeps through the batch it measures how long the
+//!   holder leaves the lock free between critical sections (three gaps,
+//!   closely watched); if every gap lasts `qs_gap_min_ns`, it does not
+//!   sleep but takes the lock the moment it is free, as parking_lot's
+//!   spinning waiter does (`wait::GapWatch`). Threads with work on both
+//!   sides of their critical sections then share the lock, where a
+//!   sleeping word waiter left a CPU idle and the lock did one thread's
+//!   work; a holder in a tight loop leaves gaps of a cache-line transfer
+//!   or two, and keeps its batch. The waiter never yields to learn
+//!   whether its CPU has other work: a yield that runs another thread
+//!   keeps it away past the end of the batch, and the holder's batch runs
+//!   on (it cost 16 threads in a tight loop their fairness).
 //! - **Queue**: further contenders queue MCS-style: `tail.swap(me)`, link
 //!   into the predecessor's node, spin briefly on *their own* node's line,
 //!   then sleep on it. Only the predecessor writes that line: when it
@@ -153,9 +155,8 @@
 //! few instructions of the lock's protocol (a successor linking itself, a
 //! releaser between its `GRANTED` RMW and its store), unless that thread
 //! is preempted there; and by the wait between two looks at the clock: a
-//! contender's or an idle word waiter's yield (a time slice at worst,
-//! when other threads want the CPU) or an idle word waiter's measure of
-//! the holder (`qs_idle_observe_ns`). Where `now_ns` is a constant 0 (no
+//! contender's yield (a time slice at worst, when other threads want the
+//! CPU) or a word waiter's measure of the holder (`qs_gap_observe_ns`). Where `now_ns` is a constant 0 (no
 //! clock), a nonzero timeout never passes (see
 //! [`TimedPlatform`](crate::platform::TimedPlatform)).
 //!
@@ -211,9 +212,7 @@
 //!   at a time. A yield that returns at once means nobody else wants this
 //!   CPU (the holder runs on another one): it spins again
 //!   (`wait::SpinThenYield`). Queued waiters never yield, nor does the
-//!   word waiter once its batch is over (see `wait::backoff`); during the
-//!   batch, a word waiter without a queue behind it yields to learn whether
-//!   its CPU has other work (`IdleWatch`, under "Word waiter").
+//!   word waiter (see `wait::backoff`).
 //!
 //! # Sleeping until a release without an atomic unlock
 //! Releases are plain stores, which return nothing, so a sleeper cannot
@@ -270,7 +269,7 @@ use crate::platform::{DefaultPlatform, Platform};
 use crate::qnode::NodeIndex;
 use crate::sync::atomic::{AtomicU8, AtomicU16, Ordering};
 use crate::wait::{
-    Backoff, BatchClock, Deadline, IdleWatch, QuietPoll, SpinThenYield, TUNING, WaiterTake, batch,
+    Backoff, BatchClock, Deadline, GapWatch, QuietPoll, SpinThenYield, TUNING, WaiterTake, batch,
     parking, shortest_free_gap,
 };
 
@@ -531,16 +530,13 @@ impl<P: Platform> QSpinCore<P> {
         }
     }
 
-    /// One wait of a word waiter's `IdleWatch` (out of line: most word
-    /// waiters sleep through their batch, and the loop they wait in stays
-    /// small); false once it does not watch.
+    /// One wait of a word waiter's `GapWatch` (out of line: most word
+    /// waiters watch once per batch and then sleep through it, and the loop
+    /// they wait in stays small); false once it does not watch.
     #[cold]
     #[inline(never)]
-    fn watch_idle(&self, idle: &mut IdleWatch) -> bool {
-        idle.wait::<P>(
-            || self.tail.load(Ordering::Relaxed) == 0,
-            || shortest_free_gap::<P>(|| self.locked.load(Ordering::Relaxed) == FREE),
-        )
+    fn watch_gaps(&self, gaps: &mut GapWatch) -> bool {
+        gaps.wait::<P>(|| shortest_free_gap::<P>(|| self.locked.load(Ordering::Relaxed) == FREE))
     }
 
     /// We took a reserved lock whose word waiter did not come: the
@@ -632,9 +628,9 @@ impl<P: Platform> QSpinCore<P> {
         // (qspinlock ran at 0.7x parking_lot there; the README has the
         // figures).
         let mut kicked = false;
-        // While our CPU has nothing else to run we watch the lock instead
-        // of sleeping through the batch (`IdleWatch`).
-        let mut idle = IdleWatch::new();
+        // First we measure the holder's gaps; long ones, and we take the
+        // lock in one instead of sleeping through the batch (`GapWatch`).
+        let mut gaps = GapWatch::new();
         loop {
             // Our ticket, before we look: a reserving release after this
             // (a fair unlock) ends our quiet sleep below.
@@ -663,9 +659,9 @@ impl<P: Platform> QSpinCore<P> {
                     taken
                 }
                 FREE if watch > 0 => self.stays_free() && self.try_lock_fast(),
-                // Our CPU is idle and the holder works between its
-                // critical sections: take it the moment it is free.
-                FREE if idle.grabs() => self.try_lock_fast(),
+                // The holder works between its critical sections: take it
+                // the moment it is free.
+                FREE if gaps.grabs() => self.try_lock_fast(),
                 _ => false,
             };
             if taken {
@@ -704,9 +700,8 @@ impl<P: Platform> QSpinCore<P> {
                         kicked = true;
                         watch = TUNING.qs_kick_watch_polls;
                     }
-                    // Our CPU has nothing else to run and nobody queues
-                    // behind us: watch the holder (`IdleWatch`).
-                    Some(_) if idle.watching() && self.watch_idle(&mut idle) => {}
+                    // Watch the holder's gaps (`GapWatch`).
+                    Some(_) if gaps.watching() && self.watch_gaps(&mut gaps) => {}
                     // The holder runs its batch: wait quietly, off its line
                     // (a couple of short spins, then a sleep for the rest of
                     // the batch, cut short by a kick).

@@ -11,8 +11,9 @@
 //! - [`SpinThenYield`]: how a contender waits between its polls of a held
 //!   lock before it queues: a few short spins, then `yield_now` for as long
 //!   as yields run other threads, then spinning again.
-//! - [`IdleWatch`]: how a word waiter whose CPU has nothing else to run
-//!   watches the lock through the holder's batch instead of sleeping.
+//! - [`GapWatch`]: how a word waiter measures the holder's gaps between
+//!   critical sections and, if they are long, takes the lock in one of
+//!   them instead of sleeping through the holder's batch.
 //!
 //! `Backoff` and `QuietPoll` never call `yield_now`: `sched_yield` may hand
 //! the CPU to any runnable task, a low-priority one included, for a whole
@@ -23,9 +24,9 @@
 //! thread with work to do, where spinning would burn the slice and queueing
 //! would put the caller to sleep (a queue comes back one wake-up at a
 //! time, and a woken thread can wait a scheduler tick for a CPU).
-//! `IdleWatch` yields once per probe, during a batch that its caller would
-//! otherwise sleep through for a millisecond, and only while it sees no
-//! queue; the yield is how it learns whether its CPU has other work.
+//! `GapWatch` never yields either: a word waiter that yields to another
+//! thread claims the lock only once it runs again, and the holder's batch
+//! runs on meanwhile (see `GapWatch`).
 
 use super::TUNING;
 use crate::platform::Platform;
@@ -145,49 +146,56 @@ impl QuietPoll {
     }
 }
 
-/// How a word waiter watches the lock during the holder's batch while its
-/// own CPU has nothing else to run. With two threads on two CPUs and work
-/// between critical sections (a microsecond inside, half of one outside),
-/// a word waiter asleep through the batch left its CPU idle and the lock
-/// free a third of the time: the lock did one thread's work, and
-/// parking_lot, whose waiter spins and grabs, did more.
+/// How a word waiter watches the holder during its batch instead of
+/// sleeping through it. With work on both sides of the critical sections
+/// (a microsecond inside, half of one outside) a word waiter asleep through
+/// the batch left the lock free a third of the time, and with 8-16 threads
+/// on 2 CPUs, most of them asleep in the queue, one CPU idle: the lock did
+/// one thread's work, and parking_lot, whose waiter spins and grabs, did
+/// more.
 ///
-/// 1. *Probe*: a `yield_now` that returns within `yield_ran_ns` found no
-///    other thread to run on this CPU (and the caller sees no queue).
-/// 2. *Observe*: the caller measures how long the holder leaves the lock
+/// 1. *Observe*: the caller measures how long the holder leaves the lock
 ///    free between two critical sections (`shortest_free_gap`). A holder
 ///    in a tight loop re-takes it within a cache-line transfer or two, and
 ///    there the batch is what makes the lock fast (a waiter that grabs the
 ///    lock at every release moves its line at every acquisition): the
 ///    waiter goes back to sleep for the rest of the batch (*Off*).
-/// 3. *Grab*: gaps of at least `qs_idle_gap_ns` are a holder that works
+/// 2. *Grab*: gaps of at least `qs_gap_min_ns` are a holder that works
 ///    between critical sections: the waiter polls the lock every
-///    `qs_idle_poll_relaxes` relaxes and takes it the moment it is free,
+///    `qs_gap_grab_relaxes` relaxes and takes it the moment it is free,
 ///    as a spinning waiter of parking_lot or a pending waiter of Linux's
-///    qspinlock does. After `qs_idle_watch_polls` polls it probes again.
+///    qspinlock does. Its spin is bounded by the batch: once the batch is
+///    over the waiter claims the lock as it always does.
+///
+/// The first version (da749ce) watched only while the waiter's CPU had
+/// nothing else to run, probed with a `yield_now` each batch, and only
+/// without a queue behind it. With a queue, that yield cost fairness: a
+/// yield that ran another thread kept the waiter off its CPU for a time
+/// slice, past the end of the batch, so the holder's batch ran on and some
+/// threads got half again the others' share (16 threads in a tight loop:
+/// slowest over fastest 0.85 -> 0.56). Without the yield, the watch with a
+/// queue keeps the tight loop's fairness, and the waiter that observes a
+/// tight loop spins for a few gaps (a microsecond or so) once per batch.
 #[derive(Debug)]
-pub(crate) struct IdleWatch {
-    polls: u32,
-    state: IdleState,
+pub(crate) struct GapWatch {
+    state: GapState,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum IdleState {
-    Probe,
+enum GapState {
     Observe,
     Grab,
     Off,
 }
 
-impl IdleWatch {
+impl GapWatch {
     #[inline]
     pub(crate) const fn new() -> Self {
         Self {
-            polls: 0,
-            state: if TUNING.qs_idle_gaps == 0 {
-                IdleState::Off
+            state: if TUNING.qs_gap_count == 0 {
+                GapState::Off
             } else {
-                IdleState::Probe
+                GapState::Observe
             },
         }
     }
@@ -196,57 +204,32 @@ impl IdleWatch {
     /// turned it off).
     #[inline]
     pub(crate) fn watching(&self) -> bool {
-        self.state != IdleState::Off
+        self.state != GapState::Off
     }
 
     /// Whether the waiter takes a lock the moment it sees it free.
     #[inline]
     pub(crate) fn grabs(&self) -> bool {
-        self.state == IdleState::Grab
+        self.state == GapState::Grab
     }
 
-    /// Waits before the next poll while the CPU is idle, measuring the
-    /// holder's gaps with `shortest_gap` when due; `can_watch` is the
-    /// caller's look at its lock before a probe (nobody queued behind it).
-    /// False (at once) once the waiter does not watch: then it waits
-    /// quietly instead.
+    /// Waits before the next poll, measuring the holder's gaps with
+    /// `shortest_gap` first. False (at once) once the waiter does not
+    /// watch: then it waits quietly instead.
     #[inline]
-    pub(crate) fn wait<P: Platform>(
-        &mut self,
-        can_watch: impl FnOnce() -> bool,
-        shortest_gap: impl FnOnce() -> Option<u64>,
-    ) -> bool {
+    pub(crate) fn wait<P: Platform>(&mut self, shortest_gap: impl FnOnce() -> Option<u64>) -> bool {
         match self.state {
-            IdleState::Off => false,
-            IdleState::Probe => {
-                let idle = can_watch() && {
-                    let start = P::now_ns();
-                    P::yield_now();
-                    P::now_ns().wrapping_sub(start) < TUNING.yield_ran_ns
-                };
-                self.state = match (idle, self.polls) {
-                    (false, _) => IdleState::Off,
-                    // Probed again while grabbing: the holder has not changed.
-                    (true, 0) => IdleState::Observe,
-                    (true, _) => IdleState::Grab,
-                };
-                self.polls = 0;
-                self.state != IdleState::Off
-            }
-            IdleState::Observe => {
+            GapState::Off => false,
+            GapState::Observe => {
                 self.state = match shortest_gap() {
-                    Some(gap) if gap >= TUNING.qs_idle_gap_ns => IdleState::Grab,
-                    _ => IdleState::Off,
+                    Some(gap) if gap >= TUNING.qs_gap_min_ns => GapState::Grab,
+                    _ => GapState::Off,
                 };
-                self.state != IdleState::Off
+                self.state != GapState::Off
             }
-            IdleState::Grab => {
-                for _ in 0..TUNING.qs_idle_poll_relaxes {
+            GapState::Grab => {
+                for _ in 0..TUNING.qs_gap_grab_relaxes {
                     P::relax();
-                }
-                self.polls += 1;
-                if self.polls >= TUNING.qs_idle_watch_polls {
-                    self.state = IdleState::Probe;
                 }
                 true
             }
@@ -255,10 +238,11 @@ impl IdleWatch {
 }
 
 /// Watches a held lock closely (`is_free` at every relax) for up to
-/// `qs_idle_observe_ns` and returns the shortest of the first
-/// `qs_idle_gaps` whole gaps in which it was free (from a poll that found
+/// `qs_gap_observe_ns` and returns the shortest of the first
+/// `qs_gap_count` whole gaps in which it was free (from a poll that found
 /// it free after one that found it held, to the next that found it held),
-/// or `None` if fewer were seen. Without a clock (`now_ns` always 0) every
+/// or `None` if fewer were seen; it returns at the first gap shorter than
+/// `qs_gap_min_ns` (the shortest can only be shorter). Without a clock (`now_ns` always 0) every
 /// gap measures 0: such a waiter never grabs.
 pub(crate) fn shortest_free_gap<P: Platform>(is_free: impl Fn() -> bool) -> Option<u64> {
     let start = P::now_ns();
@@ -266,7 +250,7 @@ pub(crate) fn shortest_free_gap<P: Platform>(is_free: impl Fn() -> bool) -> Opti
     let mut gap_start = None;
     let mut shortest = u64::MAX;
     let mut gaps = 0;
-    for _ in 0..TUNING.qs_idle_observe_polls {
+    for _ in 0..TUNING.qs_gap_observe_polls {
         let free = is_free();
         let now = P::now_ns();
         match gap_start {
@@ -275,14 +259,16 @@ pub(crate) fn shortest_free_gap<P: Platform>(is_free: impl Fn() -> bool) -> Opti
             Some(since) if !free => {
                 shortest = shortest.min(now.wrapping_sub(since));
                 gaps += 1;
-                if gaps >= TUNING.qs_idle_gaps {
+                // A gap too short to grab in decides already: a holder in
+                // a tight loop costs the waiter one gap's watch, not three.
+                if gaps >= TUNING.qs_gap_count || shortest < TUNING.qs_gap_min_ns {
                     return Some(shortest);
                 }
                 gap_start = None;
             }
             Some(_) => {}
         }
-        if now.wrapping_sub(start) >= TUNING.qs_idle_observe_ns {
+        if now.wrapping_sub(start) >= TUNING.qs_gap_observe_ns {
             break;
         }
         P::relax();

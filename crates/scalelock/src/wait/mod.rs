@@ -29,7 +29,7 @@ pub(crate) mod deadline;
 pub(crate) mod parking;
 pub(crate) mod tuning;
 
-pub(crate) use self::backoff::{Backoff, IdleWatch, QuietPoll, SpinThenYield, shortest_free_gap};
+pub(crate) use self::backoff::{Backoff, GapWatch, QuietPoll, SpinThenYield, shortest_free_gap};
 pub(crate) use self::batch::{BatchClock, BatchDebt, WaiterTake};
 pub(crate) use self::deadline::Deadline;
 pub(crate) use self::tuning::TUNING;

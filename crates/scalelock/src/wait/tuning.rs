@@ -107,22 +107,20 @@ pub(crate) struct Tuning {
     pub qs_kick_free_ns: u64,
     /// The same bound in polls (of `qs_barge_settle_relaxes` relaxes).
     pub qs_kick_free_polls: u32,
-    /// Free gaps an idle word waiter measures before it decides whether to
-    /// grab the lock when it is free (`IdleWatch`); 0: it never does.
-    pub qs_idle_gaps: u32,
+    /// Free gaps a word waiter measures before it decides whether to grab
+    /// the lock when it is free (`GapWatch`); 0: it never does.
+    pub qs_gap_count: u32,
     /// The shortest of those gaps must last this long: a holder in a tight
     /// loop re-takes the lock sooner (a cache-line transfer or two, even
     /// while the waiter's loads take its line).
-    pub qs_idle_gap_ns: u64,
+    pub qs_gap_min_ns: u64,
     /// How long the waiter measures at most (a holder with long critical
     /// sections leaves few gaps; it sleeps then).
-    pub qs_idle_observe_ns: u64,
+    pub qs_gap_observe_ns: u64,
     /// The same bound in polls (of one relax).
-    pub qs_idle_observe_polls: u32,
+    pub qs_gap_observe_polls: u32,
     /// Relaxes between two polls of a waiter that grabs the lock when free.
-    pub qs_idle_poll_relaxes: u32,
-    /// Polls between two probes of the waiter's CPU (is it still idle?).
-    pub qs_idle_watch_polls: u32,
+    pub qs_gap_grab_relaxes: u32,
     /// Relaxes a queued waiter spins on its own node before sleeping on it.
     pub qs_node_spins: u32,
     /// `Backoff` steps a queue head without a predecessor polls for the word
@@ -279,12 +277,11 @@ const NATIVE: Tuning = Tuning {
     qs_kick_watch_polls: 32,
     qs_kick_free_ns: 1_000,
     qs_kick_free_polls: 64,
-    qs_idle_gaps: 3,
-    qs_idle_gap_ns: 300,
-    qs_idle_observe_ns: 20_000,
-    qs_idle_observe_polls: 1 << 12,
-    qs_idle_poll_relaxes: 8,
-    qs_idle_watch_polls: 32,
+    qs_gap_count: 3,
+    qs_gap_min_ns: 300,
+    qs_gap_observe_ns: 20_000,
+    qs_gap_observe_polls: 1 << 12,
+    qs_gap_grab_relaxes: 8,
     qs_node_spins: 256,
     qs_head_steps: 11,
     qs_unqueued_steps: 11,
@@ -350,12 +347,11 @@ const LOOM: Tuning = Tuning {
     qs_kick_free_polls: 1,
     // Off: the grab is the kicked watch's take (`try_lock_fast` by the
     // word waiter during its batch), which the models reach.
-    qs_idle_gaps: 0,
-    qs_idle_gap_ns: 300,
-    qs_idle_observe_ns: 20_000,
-    qs_idle_observe_polls: 1,
-    qs_idle_poll_relaxes: 1,
-    qs_idle_watch_polls: 1,
+    qs_gap_count: 0,
+    qs_gap_min_ns: 300,
+    qs_gap_observe_ns: 20_000,
+    qs_gap_observe_polls: 1,
+    qs_gap_grab_relaxes: 1,
     qs_node_spins: 1,
     qs_head_steps: 2,
     qs_unqueued_steps: 2,
