@@ -517,7 +517,8 @@ fn shortest_gap_beside(held_ns: u64, free_ns: u64) -> Option<u64> {
 
 /// A word waiter's measure of the holder: the shortest whole gap in
 /// which the lock was free, to within a poll; none for a lock never free
-/// or never held while it looked.
+/// or never held while it looked, or held longer than
+/// `qs_gap_held_max_ns` at a stretch.
 #[test]
 fn the_gap_measure_sees_how_long_a_holder_leaves_the_lock_free() {
     let near = |gap: Option<u64>, ns: u64| {
@@ -529,6 +530,8 @@ fn the_gap_measure_sees_how_long_a_holder_leaves_the_lock_free() {
     const { assert!(TUNING.qs_gap_min_ns > 40 && TUNING.qs_gap_min_ns < 500) };
     assert_eq!(shortest_gap_beside(1, 0), None);
     assert_eq!(shortest_gap_beside(0, 1), None);
+    const { assert!(TUNING.qs_gap_held_max_ns > 1_000 && TUNING.qs_gap_held_max_ns < 5_000) };
+    assert_eq!(shortest_gap_beside(5_000, 500), None);
 }
 
 /// A word waiter beside `HOLDER`'s holder (`held_ns` inside, `free_ns`

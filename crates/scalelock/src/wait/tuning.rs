@@ -119,6 +119,10 @@ pub(crate) struct Tuning {
     pub qs_gap_observe_ns: u64,
     /// The same bound in polls (of one relax).
     pub qs_gap_observe_polls: u32,
+    /// The waiter stops measuring (and sleeps through the batch) once the
+    /// lock stays held this long at a stretch: several times the critical
+    /// sections the watch is for.
+    pub qs_gap_held_max_ns: u64,
     /// Relaxes between two polls of a waiter that grabs the lock when free.
     pub qs_gap_grab_relaxes: u32,
     /// Relaxes a queued waiter spins on its own node before sleeping on it.
@@ -281,6 +285,7 @@ const NATIVE: Tuning = Tuning {
     qs_gap_min_ns: 300,
     qs_gap_observe_ns: 20_000,
     qs_gap_observe_polls: 1 << 12,
+    qs_gap_held_max_ns: 4_000,
     qs_gap_grab_relaxes: 8,
     qs_node_spins: 256,
     qs_head_steps: 11,
@@ -351,6 +356,7 @@ const LOOM: Tuning = Tuning {
     qs_gap_min_ns: 300,
     qs_gap_observe_ns: 20_000,
     qs_gap_observe_polls: 1,
+    qs_gap_held_max_ns: 4_000,
     qs_gap_grab_relaxes: 1,
     qs_node_spins: 1,
     qs_head_steps: 2,
