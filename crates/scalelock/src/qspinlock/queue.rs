@@ -53,6 +53,11 @@ fn index_of(raw: u32) -> Option<NodeIndex> {
     u16::try_from(raw).ok().and_then(NodeIndex::new)
 }
 
+/// In a node's `made_by`, above the predecessor's index: the predecessor
+/// gave this node's owner its CPU (`yield_after`: the lock's holders run a
+/// tight loop).
+const MADE_BY_YIELDING: u32 = 1 << 16;
+
 impl<P: Platform> QSpinCore<P> {
     /// MCS queueing with node `index`; true holding the lock, false once
     /// `deadline` passed (our node out of the queue, nothing of ours left).
@@ -106,9 +111,11 @@ impl<P: Platform> QSpinCore<P> {
             // Written before the predecessor's Release signal, which our
             // Acquire load of the state saw.
             let node = P::node(index);
+            let made_by = node.made_by.load(Ordering::Relaxed);
             Some(MadeHead {
                 since: node.since.load(Ordering::Relaxed),
-                by: index_of(node.made_by.load(Ordering::Relaxed)),
+                by: index_of(made_by & !MADE_BY_YIELDING),
+                tight_loop: made_by & MADE_BY_YIELDING != 0,
             })
         } else {
             if !self.become_pending_as_head(deadline, ev) {
@@ -360,8 +367,11 @@ impl<P: Platform> QSpinCore<P> {
     pub(super) fn make_head(next: NodeIndex, by: Option<NodeIndex>, yield_after: bool) {
         let node = P::node(next);
         node.since.store(P::now_ns(), Ordering::Relaxed);
-        node.made_by
-            .store(by.map_or(0, |b| u32::from(b.get())), Ordering::Relaxed);
+        let yielding = if yield_after { MADE_BY_YIELDING } else { 0 };
+        node.made_by.store(
+            by.map_or(0, |b| u32::from(b.get())) | yielding,
+            Ordering::Relaxed,
+        );
         // Release pairs with its Acquire state load (`since` above is seen).
         if node.state.swap(NODE_HEAD, Ordering::Release) == NODE_PARKED {
             P::wake_one(&node.state);

@@ -535,16 +535,22 @@ fn the_gap_measure_sees_how_long_a_holder_leaves_the_lock_free() {
 }
 
 /// A word waiter beside `HOLDER`'s holder (`held_ns` inside, `free_ns`
-/// outside), with `tail` in the lock word: whether it took the lock (and
+/// outside), with `tail` in the lock word, made head by a predecessor
+/// that found a tight loop if `tight_loop`: whether it took the lock (and
 /// the holder does not hold it), and its timed sleeps.
-fn word_waiter_beside(held_ns: u64, free_ns: u64, tail: u16) -> (bool, u32) {
+fn word_waiter_beside(held_ns: u64, free_ns: u64, tail: u16, tight_loop: bool) -> (bool, u32) {
     let lock: QSpinCore<YieldClock<0>> = QSpinCore::new();
     lock.flags.store(PENDING, Ordering::Relaxed);
     lock.tail.store(tail, Ordering::Relaxed);
     let addr = &lock as *const QSpinCore<YieldClock<0>> as usize;
     HOLDER.with(|h| h.set((addr, held_ns, free_ns, false)));
     SLEEPS.with(|n| n.set(0));
-    let took = lock.wait_as_pending(None, None, Deadline::NEVER, Events::NONE);
+    let head = tight_loop.then(|| MadeHead {
+        since: YieldClock::<0>::now_ns(),
+        by: None,
+        tight_loop,
+    });
+    let took = lock.wait_as_pending(None, head, Deadline::NEVER, Events::NONE);
     let holder_holds = HOLDER.with(|h| h.get().3);
     HOLDER.with(|h| h.set((0, 0, 0, false)));
     assert_eq!(lock.flags.load(Ordering::Relaxed), 0);
@@ -558,14 +564,22 @@ fn word_waiter_beside(held_ns: u64, free_ns: u64, tail: u16) -> (bool, u32) {
 /// one that leaves the lock free for a while between critical sections
 /// (500 ns), it takes the lock as soon as it is free, without sleeping,
 /// whether or not threads queue behind it; one in a tight loop (40 ns), it
-/// leaves alone and sleeps through the batch.
+/// leaves alone and sleeps through the batch. A waiter whose predecessor
+/// found a tight loop (and gave it its CPU) does not watch at all.
 #[test]
 fn a_word_waiter_takes_the_lock_between_a_holders_critical_sections() {
     const { assert!(TUNING.qs_gap_count > 0) };
     let slept_through_the_batch =
         |(took, sleeps): (bool, u32)| took && sleeps >= TUNING.batch_polls / 2;
-    assert_eq!(word_waiter_beside(1_000, 500, 0), (true, 0));
-    assert_eq!(word_waiter_beside(1_000, 500, 3), (true, 0));
-    assert!(slept_through_the_batch(word_waiter_beside(60, 40, 0)));
-    assert!(slept_through_the_batch(word_waiter_beside(60, 40, 3)));
+    assert_eq!(word_waiter_beside(1_000, 500, 0, false), (true, 0));
+    assert_eq!(word_waiter_beside(1_000, 500, 3, false), (true, 0));
+    assert!(slept_through_the_batch(word_waiter_beside(
+        60, 40, 0, false
+    )));
+    assert!(slept_through_the_batch(word_waiter_beside(
+        60, 40, 3, false
+    )));
+    assert!(slept_through_the_batch(word_waiter_beside(
+        1_000, 500, 3, true
+    )));
 }

@@ -174,8 +174,10 @@ impl QuietPoll {
 /// slice, past the end of the batch, so the holder's batch ran on and some
 /// threads got half again the others' share (16 threads in a tight loop:
 /// slowest over fastest 0.85 -> 0.56). Without the yield, the watch with a
-/// queue keeps the tight loop's fairness, and the waiter that observes a
-/// tight loop spins for a few gaps (a microsecond or so) once per batch.
+/// queue keeps the tight loop's fairness. What the watch costs a lock that
+/// gains nothing from it is one measure per batch: one short gap (a holder
+/// in a tight loop), or `qs_gap_held_max_ns` of a lock held throughout (a
+/// long critical section, or a holder that is not running).
 #[derive(Debug)]
 pub(crate) struct GapWatch {
     state: GapState,
@@ -189,10 +191,12 @@ enum GapState {
 }
 
 impl GapWatch {
+    /// A watch for one batch; `watch`: false, or `qs_gap_count` 0, and it
+    /// never watches.
     #[inline]
-    pub(crate) const fn new() -> Self {
+    pub(crate) const fn new(watch: bool) -> Self {
         Self {
-            state: if TUNING.qs_gap_count == 0 {
+            state: if TUNING.qs_gap_count == 0 || !watch {
                 GapState::Off
             } else {
                 GapState::Observe
