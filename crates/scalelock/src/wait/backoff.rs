@@ -246,9 +246,10 @@ impl GapWatch {
 /// `qs_gap_count` whole gaps in which it was free (from a poll that found
 /// it free after one that found it held, to the next that found it held),
 /// or `None` if fewer were seen or the lock stayed held for
-/// `qs_gap_held_max_ns` at a stretch; it returns at the first gap shorter than
-/// `qs_gap_min_ns` (the shortest can only be shorter). Without a clock (`now_ns` always 0) every
-/// gap measures 0: such a waiter never grabs.
+/// `qs_gap_held_max_ns` at a stretch. It returns at the first gap shorter
+/// than `qs_gap_min_ns` (the shortest can only be shorter). Without a
+/// clock (`now_ns` always 0) every gap measures 0: such a waiter never
+/// grabs.
 pub(crate) fn shortest_free_gap<P: Platform>(is_free: impl Fn() -> bool) -> Option<u64> {
     let start = P::now_ns();
     let mut held_seen = false;
