@@ -78,7 +78,10 @@ pub struct QNode {
     /// Raw `NodeIndex` of the predecessor that made this node head by
     /// acquiring the lock (0: made head by one that gave up), written with
     /// `since`: the owner settles that holder's batch in its `debt` when it
-    /// takes the lock over.
+    /// takes the lock over. Bit 16: that predecessor found the lock's
+    /// holders in a tight loop and gave the owner its CPU (the queued
+    /// spinlock's `MADE_BY_YIELDING`; the owner then does not watch the
+    /// holder's gaps).
     pub(crate) made_by: AtomicU32,
     /// How much longer than a batch this node's owner held locks lately
     /// (see `wait::batch`). Written by the waiters that end its batches,

@@ -113,7 +113,9 @@
 //!   or two, and keeps its batch. The waiter never yields to learn
 //!   whether its CPU has other work: a yield that runs another thread
 //!   keeps it away past the end of the batch, and the holder's batch runs
-//!   on (it cost 16 threads in a tight loop their fairness).
+//!   on (it cost 16 threads in a tight loop their fairness). A queue head
+//!   whose predecessor took the lock by a hand-off (a tight loop) and
+//!   gave it its CPU does not watch: the holder waits for that CPU.
 //! - **Queue**: further contenders queue MCS-style: `tail.swap(me)`, link
 //!   into the predecessor's node, spin briefly on *their own* node's line,
 //!   then sleep on it. Only the predecessor writes that line: when it
@@ -156,8 +158,9 @@
 //! releaser between its `GRANTED` RMW and its store), unless that thread
 //! is preempted there; and by the wait between two looks at the clock: a
 //! contender's yield (a time slice at worst, when other threads want the
-//! CPU) or a word waiter's measure of the holder (`qs_gap_observe_ns`). Where `now_ns` is a constant 0 (no
-//! clock), a nonzero timeout never passes (see
+//! CPU) or a word waiter's measure of the holder (`qs_gap_observe_ns`).
+//! Where `now_ns` is a constant 0 (no clock), a nonzero timeout never
+//! passes (see
 //! [`TimedPlatform`](crate::platform::TimedPlatform)).
 //!
 //! # Fair and fast: batches (see `wait::batch`)
@@ -634,9 +637,9 @@ impl<P: Platform> QSpinCore<P> {
         // lock in one instead of sleeping through the batch (`GapWatch`).
         // Not after a predecessor that found the holders in a tight loop
         // (it took the lock by a hand-off) and gave us its CPU: the holder
-        // it left waits for that CPU while we would watch (at 8 threads in
-        // a tight loop, watching there too cost fairness: slowest over
-        // fastest thread 0.90 -> 0.82).
+        // it left waits for that CPU while we would watch (16 threads in a
+        // tight loop were a little fairer without that watch; the README
+        // has the figures).
         let mut gaps = GapWatch::new(!head.is_some_and(|h| h.tight_loop));
         loop {
             // Our ticket, before we look: a reserving release after this
