@@ -172,11 +172,12 @@ impl QuietPoll {
 /// without a queue behind it. With a queue, that yield cost fairness: a
 /// yield that ran another thread kept the waiter off its CPU for a time
 /// slice, past the end of the batch, so the holder's batch ran on (16
-/// threads in a tight loop: slowest over fastest 0.85 -> 0.56). Without the yield, the watch with a
-/// queue keeps the tight loop's fairness. What the watch costs a lock that
-/// gains nothing from it is one measure per batch: one short gap (a holder
-/// in a tight loop), or `qs_gap_held_max_ns` of a lock held throughout (a
-/// long critical section, or a holder that is not running).
+/// threads in a tight loop: slowest over fastest 0.85 -> 0.56). Without
+/// the yield, the watch with a queue keeps the tight loop's fairness. What
+/// the watch costs a lock that gains nothing from it is one measure per
+/// batch: one short gap (a holder in a tight loop), or
+/// `qs_gap_held_max_ns` of a lock held throughout (a long critical
+/// section, or a holder that is not running).
 #[derive(Debug)]
 pub(crate) struct GapWatch {
     state: GapState,
