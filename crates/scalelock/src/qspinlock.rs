@@ -198,6 +198,14 @@
 //!   (`wait::batch::BatchDebt`): a holder whose batches ran long gets
 //!   shorter ones until it has paid, so that the threads' shares even out
 //!   when wake-ups are late for any reason.
+//! - What the yield and the debt cannot do: the yield does not always run
+//!   the successor (the scheduler picks whom to run), and a successor
+//!   that did run on the holder's CPU goes to sleep there, so its timed
+//!   wake-up at the end of the batch can wait behind the holder the same
+//!   way. The debt is paid back one shorter batch per turn around the
+//!   queue, so the shares even out over many turns, not within a few:
+//!   with many threads, a run of a few hundred milliseconds can end with
+//!   debts unpaid (the README has the figures, traced with `perf sched`).
 //! - A word waiter that is not running when its batch ends does not reserve
 //!   the lock: it claims it only when it runs again, and the running threads
 //!   use the lock meanwhile. If it stops running after claiming, a spinning
