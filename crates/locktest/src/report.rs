@@ -150,6 +150,14 @@ pub struct MedianRecord {
     pub ratio: Option<f64>,
     /// Slowest over fastest thread's operations in the median run.
     pub fairness: f64,
+    /// The lowest of that figure over the rounds: with more threads than
+    /// CPUs it moves a good deal from round to round, with how the
+    /// scheduler placed the threads (the run's length matters too).
+    #[serde(default)]
+    pub fairness_min: f64,
+    /// The highest of it over the rounds.
+    #[serde(default)]
+    pub fairness_max: f64,
 }
 
 /// The summary's numbers for every lock and configuration that ran, by
@@ -159,6 +167,7 @@ pub fn medians(runs: &[RunRecord]) -> Vec<MedianRecord> {
         .into_iter()
         .map(|((c, lock), r)| {
             let base = locks::baseline(c.0);
+            let (fairness_min, fairness_max) = fairness_range(runs, &c, &lock);
             MedianRecord {
                 rounds: runs
                     .iter()
@@ -171,6 +180,8 @@ pub fn medians(runs: &[RunRecord]) -> Vec<MedianRecord> {
                 read_pct: r.read_pct,
                 total_rate: r.stats.total_rate,
                 fairness: r.stats.fairness(),
+                fairness_min,
+                fairness_max,
                 lock,
             }
         })
@@ -287,9 +298,14 @@ pub fn summary(runs: &[RunRecord], rounds: u32, note: &str) -> String {
             let _ = writeln!(out, "{line}");
         }
 
+        let range = if rounds > 1 {
+            ", and in brackets its range over the rounds"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "\n### {what}: fairness, slowest / fastest thread's ops (1.00 = perfectly fair)\n"
+            "\n### {what}: fairness, slowest / fastest thread's ops in the median run{range} (1.00 = perfectly fair)\n"
         );
         let _ = writeln!(out, "{row_head}{cols}\n{row_rule}{rules}");
         for c in &configs {
@@ -297,7 +313,7 @@ pub fn summary(runs: &[RunRecord], rounds: u32, note: &str) -> String {
             for name in &names {
                 let cell = medians
                     .get(&(*c, name.to_string()))
-                    .map(|r| format!("{:.2}", r.stats.fairness()))
+                    .map(|r| fairness_cell(r.stats.fairness(), fairness_range(runs, c, name)))
                     .unwrap_or_else(|| "-".into());
                 let _ = write!(line, " {cell} |");
             }
@@ -306,6 +322,33 @@ pub fn summary(runs: &[RunRecord], rounds: u32, note: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The lowest and highest fairness of `name`'s runs in configuration `c`
+/// (both 0 without a run).
+fn fairness_range(runs: &[RunRecord], c: &ConfigKey, name: &str) -> (f64, f64) {
+    runs.iter()
+        .filter(|r| r.lock == name && r.key() == *c)
+        .map(|r| r.stats.fairness())
+        .fold(None, |acc: Option<(f64, f64)>, f| {
+            Some(acc.map_or((f, f), |(lo, hi)| (lo.min(f), hi.max(f))))
+        })
+        .unwrap_or((0.0, 0.0))
+}
+
+/// A fairness table cell: the median run's figure, and the range over the
+/// rounds in brackets when the rounds differ.
+fn fairness_cell(median_run: f64, (lo, hi): (f64, f64)) -> String {
+    let (m, lo, hi) = (
+        format!("{median_run:.2}"),
+        format!("{lo:.2}"),
+        format!("{hi:.2}"),
+    );
+    if lo == hi {
+        m
+    } else {
+        format!("{m} ({lo}-{hi})")
+    }
 }
 
 /// The median over rounds of `name`'s rate divided by `base`'s rate in the
@@ -394,4 +437,61 @@ pub fn panels(runs: &[RunRecord]) -> Vec<Panel<'_>> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A mutex run of `lock` at 2 threads in round `round`.
+    fn run(lock: &str, round: u32, counts: Vec<u64>) -> RunRecord {
+        RunRecord {
+            lock: lock.to_string(),
+            kind: Kind::Mutex.as_str().to_string(),
+            workload: lock_workload(),
+            read_pct: None,
+            mix: None,
+            load: Some(1),
+            runtime: 0.1,
+            round,
+            stats: Stats::new(counts, Duration::from_millis(100), 0.2, 2),
+            hit_rate: None,
+            lockstat: None,
+        }
+    }
+
+    #[test]
+    fn fairness_shows_the_median_run_and_the_range_over_rounds() {
+        // qspinlock's rounds total 40, 20 and 60 operations: the median run
+        // is round 1 (fairness 1/3); the rounds range from 1/3 to 1.
+        // pl-mutex is perfectly fair in every round: no range.
+        let runs = vec![
+            run("qspinlock", 1, vec![10, 30]),
+            run("pl-mutex", 1, vec![10, 10]),
+            run("qspinlock", 2, vec![10, 10]),
+            run("pl-mutex", 2, vec![10, 10]),
+            run("qspinlock", 3, vec![20, 40]),
+            run("pl-mutex", 3, vec![10, 10]),
+        ];
+        let table = summary(&runs, 3, "");
+        assert!(
+            table.contains("in the median run, and in brackets its range over the rounds"),
+            "{table}"
+        );
+        assert!(table.contains("| 2 | 0.33 (0.33-1.00) | 1.00 |"), "{table}");
+        let q = medians(&runs)
+            .into_iter()
+            .find(|m| m.lock == "qspinlock")
+            .unwrap();
+        assert!((q.fairness - 1.0 / 3.0).abs() < 1e-9);
+        assert!((q.fairness_min - 1.0 / 3.0).abs() < 1e-9);
+        assert_eq!(q.fairness_max, 1.0);
+
+        // One round: no range, and the title does not promise one.
+        let one = summary(&runs[..2], 1, "");
+        assert!(!one.contains("range over the rounds"), "{one}");
+        assert!(one.contains("| 2 | 0.33 | 1.00 |"), "{one}");
+    }
 }
