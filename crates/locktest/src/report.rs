@@ -169,10 +169,7 @@ pub fn medians(runs: &[RunRecord]) -> Vec<MedianRecord> {
             let base = locks::baseline(c.0);
             let (fairness_min, fairness_max) = fairness_range(runs, &c, &lock);
             MedianRecord {
-                rounds: runs
-                    .iter()
-                    .filter(|x| x.lock == lock && x.key() == c)
-                    .count(),
+                rounds: runs_of(runs, &c, &lock).count(),
                 ratio: ratio(runs, &c, &lock, base),
                 baseline: base.to_string(),
                 kind: r.kind.clone(),
@@ -324,11 +321,19 @@ pub fn summary(runs: &[RunRecord], rounds: u32, note: &str) -> String {
     out
 }
 
+/// `name`'s runs (one per round) in configuration `c`.
+fn runs_of<'a>(
+    runs: &'a [RunRecord],
+    c: &'a ConfigKey,
+    name: &'a str,
+) -> impl Iterator<Item = &'a RunRecord> {
+    runs.iter().filter(move |r| r.lock == name && r.key() == *c)
+}
+
 /// The lowest and highest fairness of `name`'s runs in configuration `c`
 /// (both 0 without a run).
 fn fairness_range(runs: &[RunRecord], c: &ConfigKey, name: &str) -> (f64, f64) {
-    runs.iter()
-        .filter(|r| r.lock == name && r.key() == *c)
+    runs_of(runs, c, name)
         .map(|r| r.stats.fairness())
         .fold(None, |acc: Option<(f64, f64)>, f| {
             Some(acc.map_or((f, f), |(lo, hi)| (lo.min(f), hi.max(f))))
@@ -355,8 +360,7 @@ fn fairness_cell(median_run: f64, (lo, hi): (f64, f64)) -> String {
 /// same round.
 fn ratio(runs: &[RunRecord], c: &ConfigKey, name: &str, base: &str) -> Option<f64> {
     let of = |lock: &str| -> BTreeMap<u32, u64> {
-        runs.iter()
-            .filter(|r| r.lock == lock && r.key() == *c)
+        runs_of(runs, c, lock)
             .map(|r| (r.round, r.stats.total_rate))
             .collect()
     };
