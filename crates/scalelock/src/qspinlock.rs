@@ -62,6 +62,8 @@
 //! - **Uncontended**: `lock` is one `cmpxchg` on `locked`; `unlock` is a
 //!   load of `flags` (same line, owned), one release store, and a load of
 //!   a static parking bucket that nobody writes unless somebody sleeps.
+//!   (While a word waiter sleeps through its batch, `unlock` also counts
+//!   down a thread-local counter: see "Preemption".)
 //!   After the store, `unlock` touches no memory of the lock: the next owner
 //!   may free it at once (as with std's futex mutex).
 //! - **Optimistic spin**: a contender polls the word for a moment and takes
@@ -206,6 +208,15 @@
 //!   queue, so the shares even out over many turns, not within a few:
 //!   with many threads, a run of a few hundred milliseconds can end with
 //!   debts unpaid (the README has the figures, traced with `perf sched`).
+//!   So the holder watches too: a release that finds the word waiter
+//!   still asleep (`PENDING` without `HANDOFF`) counts down a thread-local
+//!   counter, and about every `qs_overrun_check_ns` reads the clock; a
+//!   holder that has re-taken the lock for `qs_overrun_yield_ns` past the
+//!   batch yields once after that release, so that a waiter whose wake-up
+//!   waits behind it on its CPU runs and claims the lock
+//!   (`wait::batch::holder_overran`). A holder in a tight loop then queues
+//!   at its next `lock`, as after a hand-over; one that works between its
+//!   critical sections keeps its spin.
 //! - A word waiter that is not running when its batch ends does not reserve
 //!   the lock: it claims it only when it runs again, and the running threads
 //!   use the lock meanwhile. If it stops running after claiming, a spinning
@@ -869,6 +880,14 @@ impl<P: Platform> QSpinCore<P> {
         if flags & PENDING != 0 && (fair || flags & HANDOFF != 0) && self.reserve_for_waiter(fair) {
             return true;
         }
+        self.release_free();
+        false
+    }
+
+    /// The release's store of `FREE`, and the wake-up of anyone asleep
+    /// until a release.
+    #[inline(always)]
+    fn release_free(&self) {
         // The address is taken before the store: after it the lock may be
         // freed, and even a `&self` made from it would dangle.
         let addr = self.addr();
@@ -877,7 +896,51 @@ impl<P: Platform> QSpinCore<P> {
         // Pairs with the heavy fence of `parking::sleep_until_released`.
         P::light_fence();
         parking::wake_after_release::<P>(addr);
-        false
+    }
+
+    /// `RawQSpinLock`'s unfair release: [`release`](Self::release), and a
+    /// holder that has re-taken the lock long past the batch while the word
+    /// waiter has not claimed it yet yields its CPU once after the release
+    /// (`batch::holder_overran`): the waiter's wake-up is most likely
+    /// queued behind it.
+    #[inline(always)]
+    pub(crate) fn release_watching(&self) {
+        // As in `release`; the fast path's code is as small as there.
+        let flags = self.flags.load(Ordering::Relaxed);
+        if flags & PENDING != 0
+            && (flags & HANDOFF != 0 || batch::overrun_check_due::<P>())
+            && self.release_with_waiter(flags)
+        {
+            return;
+        }
+        self.release_free();
+    }
+
+    /// `release_watching` with a word waiter (`flags`, as loaded) that
+    /// claimed the lock, or whose batch's clock is due
+    /// (`batch::overrun_check_due`): true if it released the lock,
+    /// reserving it for a waiter that claimed it, or releasing it and
+    /// yielding (`batch::holder_overran`; then our next `lock` queues, as
+    /// after a hand-over: the waiter we yield to takes the lock); false if
+    /// the caller releases it as usual.
+    #[cold]
+    #[inline(never)]
+    fn release_with_waiter(&self, flags: u8) -> bool {
+        if flags & HANDOFF != 0 {
+            return self.reserve_for_waiter(false);
+        }
+        let addr = self.addr();
+        let overran = batch::holder_overran::<P>(addr);
+        if overran == batch::Overran::No {
+            return false;
+        }
+        if !self.release(false) {
+            if overran == batch::Overran::YieldAndQueue {
+                batch::handing_off::<P>(addr);
+            }
+            P::yield_now();
+        }
+        true
     }
 
     /// A release that hands the lock to the word waiter, which claimed it
@@ -1149,11 +1212,11 @@ unsafe impl<P: Platform> RawMutex for RawQSpinLock<P> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn unlock(&self, guard: Held) {
         // Taken before the release: the lock may be freed after it.
         let addr = self.addr();
-        self.core.release(false);
+        self.core.release_watching();
         guard.release(addr);
     }
 

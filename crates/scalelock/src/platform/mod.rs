@@ -83,6 +83,7 @@ pub type DefaultPlatform = ShuttlePlatform;
 pub struct LocalState {
     pub(crate) handed_off: crate::wait::batch::HandedOff,
     pub(crate) claimed_turn: crate::wait::batch::ClaimedTurn,
+    pub(crate) holder_stretch: crate::wait::batch::HolderStretch,
     pub(crate) held_reads: crate::reader_table::HeldReads,
     pub(crate) counted_reads: crate::reader_table::CountedReads,
 }
@@ -93,6 +94,7 @@ impl LocalState {
         Self {
             handed_off: crate::wait::batch::HandedOff::new(),
             claimed_turn: crate::wait::batch::ClaimedTurn::new(),
+            holder_stretch: crate::wait::batch::HolderStretch::new(),
             held_reads: crate::reader_table::HeldReads::new(),
             counted_reads: crate::reader_table::CountedReads::new(),
         }

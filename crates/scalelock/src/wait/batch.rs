@@ -21,6 +21,27 @@
 //! the holder a third of its speed under contention, measured with
 //! `cargo bench -p scalelock --bench qspinlock` at 2 and 16 threads.)
 //!
+//! # A holder long past the batch yields
+//! A waiter woken on the CPU its holder runs on (by its predecessor, or
+//! by its own timer at the end of the batch) often waits there until the
+//! holder's time slice ends, milliseconds with a 250 Hz tick, while the
+//! other CPU idles: Linux queues a wakee on its previous CPU when the
+//! machine looks busy. Meanwhile the holder's batch goes on, and over a
+//! short run the threads' shares drift apart (the README traces it with
+//! `perf sched`). So qspinlock's unlock keeps a cheap watch
+//! ([`HolderStretch`]): on releases that find a word waiter that has not
+//! claimed the lock yet, it counts down in thread-local storage (two
+//! instructions) and reads the clock about every `qs_overrun_check_ns`;
+//! once the holder has re-taken the lock for `batch_ns +
+//! qs_overrun_yield_ns`, it yields its CPU once after the release (a
+//! waiter queued behind it runs and claims; with nobody queued there the
+//! yield returns at once), and again every `qs_overrun_yield_ns` while
+//! the batch goes on ([`holder_overran`]). A holder in a tight loop also
+//! queues at its next `lock`, as after a hand-over ([`Overran`]). This is
+//! not ending the batch on the holder's side: the holder reads the clock
+//! tens of times per batch, not per few releases, and only moves its
+//! CPU's attention to the waiter that ends it.
+//!
 //! The thread that handed the lock over is still running: its next `lock`
 //! queues at once ([`handing_off`], [`just_handed_off`]) instead of
 //! spinning, or it would take the lock back whenever it finds it free
@@ -261,6 +282,131 @@ fn next_clock_read(writes: u32, elapsed_ns: u64) -> u32 {
         u128::from(min),
         u128::from(TUNING.qrw_turn_max_clock_writes.max(min)),
     ) as u32
+}
+
+/// A holder's watch on its own stretch of re-taking a lock while the
+/// word waiter sleeps through its batch (see [`holder_overran`]): which
+/// lock (its address; 0: none), when the stretch started, when the clock
+/// was last read, and the releases left until the next read. Lives in
+/// `LocalState`; only its thread touches it.
+#[derive(Debug, Default)]
+pub(crate) struct HolderStretch {
+    lock: Cell<usize>,
+    since_ns: Cell<u64>,
+    last_ns: Cell<u64>,
+    countdown: Cell<u32>,
+    /// The releases between the last two clock reads.
+    checked: Cell<u32>,
+    /// Whether they came less than `qs_overrun_tight_ns` apart.
+    tight: Cell<bool>,
+}
+
+impl HolderStretch {
+    pub(crate) const fn new() -> Self {
+        Self {
+            lock: Cell::new(0),
+            since_ns: Cell::new(0),
+            last_ns: Cell::new(0),
+            countdown: Cell::new(0),
+            checked: Cell::new(0),
+            tight: Cell::new(false),
+        }
+    }
+}
+
+/// Called by a release of `lock` that finds a word waiter that has not
+/// claimed the lock yet, when [`overrun_check_due`] says so: reads the
+/// clock, and says whether the calling thread has been re-taking the lock
+/// for longer than the batch plus `qs_overrun_yield_ns` and should yield
+/// its CPU once after this release ([`Overran`]).
+///
+/// Why: the word waiter ends the batch when it runs, and a waiter woken
+/// (by its predecessor, or by its own timer at the end of the batch) on
+/// the CPU the holder runs on is often queued behind the holder until its
+/// time slice ends, milliseconds, while the other CPU idles; the batch
+/// runs that much longer and shares drift apart (the README traces it with
+/// `perf sched`). A holder cannot tell where the waiter is, but it can
+/// tell that the batch is long over: then a yield runs the waiter if it
+/// waits on this CPU, and returns at once if not. The batch it compares
+/// with is the full `batch_ns` (a holder that owes batch time is granted
+/// less, and its overrun is settled in its debt as before). A stretch
+/// starts at the first clock read, and a new one when the previous read
+/// was more than a batch ago (the thread waited in between).
+#[cold]
+pub(crate) fn holder_overran<P: Platform>(lock: usize) -> Overran {
+    P::with_local(|l| stretch_over::<P>(&l.holder_stretch, lock)).unwrap_or(Overran::No)
+}
+
+/// Counts one release of a lock whose word waiter sleeps through its
+/// batch; true when [`holder_overran`] should read the clock. Inline and
+/// small: two instructions on a thread-local line.
+#[inline(always)]
+pub(crate) fn overrun_check_due<P: Platform>() -> bool {
+    if TUNING.qs_overrun_check_releases == 0 {
+        return false;
+    }
+    P::with_local(|l| {
+        let c = &l.holder_stretch.countdown;
+        let left = c.get();
+        c.set(left.wrapping_sub(1));
+        left <= 1
+    })
+    .unwrap_or(false)
+}
+
+/// [`holder_overran`]'s clock read. The next one comes after as many
+/// releases as the thread made in about `qs_overrun_check_ns` at its pace
+/// since this read's predecessor, at least `qs_overrun_check_releases`
+/// and at most 64 times that: a clock read costs tens of nanoseconds on a
+/// VM, as much as several releases in a tight loop.
+fn stretch_over<P: Platform>(s: &HolderStretch, lock: usize) -> Overran {
+    let now = P::now_ns();
+    let min = TUNING.qs_overrun_check_releases;
+    let since_last = now.wrapping_sub(s.last_ns.get());
+    let mut next = min;
+    if s.lock.get() != lock || since_last > TUNING.batch_ns {
+        s.lock.set(lock);
+        s.since_ns.set(now);
+        s.tight.set(false);
+    } else {
+        // (Without a clock `since_last` stays 0: the reads stay `min`
+        // apart and the stretch never grows long.)
+        let made = u64::from(s.checked.get());
+        if let Some(at_pace) = (made * TUNING.qs_overrun_check_ns).checked_div(since_last) {
+            next = at_pace.clamp(u64::from(min), u64::from(min) * 64) as u32;
+        }
+        s.tight.set(since_last < made * TUNING.qs_overrun_tight_ns);
+    }
+    s.checked.set(next);
+    s.countdown.set(next);
+    s.last_ns.set(now);
+    if now.wrapping_sub(s.since_ns.get()) < TUNING.batch_ns + TUNING.qs_overrun_yield_ns {
+        return Overran::No;
+    }
+    // Yield again only after another `qs_overrun_yield_ns`.
+    s.since_ns.set(now.wrapping_sub(TUNING.batch_ns));
+    if s.tight.get() {
+        Overran::YieldAndQueue
+    } else {
+        Overran::Yield
+    }
+}
+
+/// What [`holder_overran`] tells a releasing holder to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Overran {
+    /// Nothing: the batch is not long over (or this is no clock read).
+    No,
+    /// Yield once after the release.
+    Yield,
+    /// Yield once after the release, and queue at the next `lock` as after
+    /// a hand-over ([`handing_off`]): the holder runs a tight loop (its
+    /// releases less than `qs_overrun_tight_ns` apart), so the waiter we
+    /// yield to takes the lock, and spinning for it would only take it
+    /// back between the waiter's acquisitions. Threads that work between
+    /// their critical sections keep their spin (queueing them cost those
+    /// loops up to 16%; the README has the figures).
+    YieldAndQueue,
 }
 
 /// The calling thread reserves the lock at `lock` for its word waiter.

@@ -179,6 +179,7 @@ pub(crate) fn wake_all_after_release<P: Platform>(addr: usize) {
 }
 
 #[cold]
+#[inline(never)]
 fn wake_released<P: Platform>(bucket: &'static Bucket) {
     // Acquire pairs with the sleepers' Release announce. Consuming the flag
     // makes one release pay the wake-up; sleepers that are still not done

@@ -95,6 +95,21 @@ pub(crate) struct Tuning {
     pub qs_steal_ns: u64,
     /// The same bound in polls.
     pub qs_steal_polls: u32,
+    /// A holder that keeps re-taking the lock while the word waiter has
+    /// not claimed it yet reads the clock at one release in this many
+    /// (`wait::batch::HolderStretch`; 0: never).
+    pub qs_overrun_check_releases: u32,
+    /// About how long apart those clock reads are, at the holder's pace.
+    pub qs_overrun_check_ns: u64,
+    /// A holder whose releases come less than this far apart runs a tight
+    /// loop: after its overrun yield it queues at once
+    /// (`wait::batch::Overran`).
+    pub qs_overrun_tight_ns: u64,
+    /// How long past `batch_ns` such a holder goes on before it yields its
+    /// CPU once after a release: the word waiter's wake-up is most likely
+    /// queued behind it on its CPU (a timed sleep ends 50-200 µs late when
+    /// the waiter's CPU is free).
+    pub qs_overrun_yield_ns: u64,
     /// Polls (of `claimed_poll_relaxes` relaxes) a word waiter watches the
     /// lock after a kick (a contender took a free lock that stayed free
     /// while the word waiter slept through its batch), to take it early if
@@ -278,6 +293,10 @@ const NATIVE: Tuning = Tuning {
     qs_pre_queue_spins: 3,
     qs_steal_ns: 20_000,
     qs_steal_polls: 1 << 10,
+    qs_overrun_check_releases: 64,
+    qs_overrun_check_ns: 50_000,
+    qs_overrun_tight_ns: 100,
+    qs_overrun_yield_ns: 150_000,
     qs_kick_watch_polls: 32,
     qs_kick_free_ns: 1_000,
     qs_kick_free_polls: 64,
@@ -347,6 +366,11 @@ const LOOM: Tuning = Tuning {
     qs_pre_queue_spins: 1,
     qs_steal_ns: 20_000,
     qs_steal_polls: 2,
+    // Off: the yield after a release is a plain release to the models.
+    qs_overrun_check_releases: 0,
+    qs_overrun_check_ns: 50_000,
+    qs_overrun_tight_ns: 100,
+    qs_overrun_yield_ns: 150_000,
     qs_kick_watch_polls: 1,
     qs_kick_free_ns: 1_000,
     qs_kick_free_polls: 1,
