@@ -583,3 +583,173 @@ fn a_word_waiter_takes_the_lock_between_a_holders_critical_sections() {
         1_000, 500, 3, true
     )));
 }
+
+std::thread_local! {
+    static STRETCH_CLOCK: Cell<u64> = const { Cell::new(0) };
+    static STRETCH_YIELDS: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The std platform's thread-local state, with a clock the test moves and
+/// a `yield_now` that only counts.
+#[derive(Debug)]
+struct StretchClock;
+
+// SAFETY: the std platform's, except for the clock (monotonic: the test
+// only moves it forward) and `yield_now`, which only counts. Nothing here
+// waits or wakes: the tests release a lock nobody else uses.
+unsafe impl Platform for StretchClock {
+    fn relax() {}
+    fn yield_now() {
+        STRETCH_YIELDS.with(|y| y.set(y.get() + 1));
+    }
+    fn now_ns() -> u64 {
+        STRETCH_CLOCK.with(Cell::get)
+    }
+    fn wait(_: &AtomicU32, _: u32) {}
+    fn wake_one(_: &AtomicU32) {}
+    fn wake_all(_: &AtomicU32) {}
+    fn light_fence() {
+        crate::sync::atomic::fence(Ordering::SeqCst)
+    }
+    fn heavy_fence() {
+        crate::sync::atomic::fence(Ordering::SeqCst)
+    }
+    fn with_local<R>(f: impl FnOnce(&crate::platform::LocalState) -> R) -> Option<R> {
+        crate::platform::StdPlatform::with_local(f)
+    }
+    fn queue_node() -> Option<NodeIndex> {
+        None
+    }
+    fn node(_: NodeIndex) -> &'static QNode {
+        unreachable!("no nodes are handed out")
+    }
+    fn cpu_id() -> usize {
+        0
+    }
+    fn cpu_count() -> usize {
+        1
+    }
+}
+
+/// A holder re-takes `lock` `releases` times, `pace_ns` apart on the
+/// clock, while its `flags` stay `flags`; returns the clock at each
+/// release after which it yielded, and whether its next `lock` would queue
+/// at once (the hand-over note) after the last of them.
+fn holder_stretch(flags: u8, pace_ns: u64, releases: u32) -> (Vec<u64>, bool) {
+    let lock: QSpinCore<StretchClock> = QSpinCore::new();
+    lock.flags.store(flags, Ordering::Relaxed);
+    let mut yields = Vec::new();
+    let mut noted = false;
+    for _ in 0..releases {
+        assert!(lock.try_lock_fast());
+        STRETCH_CLOCK.with(|c| c.set(c.get() + pace_ns));
+        let before = STRETCH_YIELDS.with(Cell::get);
+        lock.release_watching();
+        assert_eq!(lock.locked.load(Ordering::Relaxed), FREE);
+        if STRETCH_YIELDS.with(Cell::get) != before {
+            yields.push(STRETCH_CLOCK.with(Cell::get));
+            noted = batch::just_handed_off::<StretchClock>(lock.addr());
+        }
+    }
+    (yields, noted)
+}
+
+/// A holder that keeps re-taking the lock long past the batch while the
+/// word waiter has not claimed it (its wake-up waits behind the holder on
+/// its CPU) yields once after a release, then once per
+/// `qs_overrun_yield_ns` while the batch goes on; in a tight loop it also
+/// notes the hand-over, so its next `lock` queues behind the waiter.
+#[test]
+#[cfg_attr(miri, ignore = "400,000 releases")]
+fn a_holder_long_past_the_batch_yields_to_the_word_waiter() {
+    std::thread::spawn(|| {
+        let pace = 10;
+        let over = TUNING.batch_ns + TUNING.qs_overrun_yield_ns;
+        let (yields, noted) = holder_stretch(PENDING, pace, (4 * TUNING.batch_ns / pace) as u32);
+        let first = *yields.first().expect("the holder yields");
+        // The stretch starts at the first release; the clock is read at
+        // least every `qs_overrun_check_releases * 64` releases.
+        let granule = u64::from(TUNING.qs_overrun_check_releases) * 64 * pace;
+        assert!(
+            first >= over && first <= over + granule + pace,
+            "first yield at {first} ns"
+        );
+        for w in yields.windows(2) {
+            let gap = w[1] - w[0];
+            assert!(
+                gap >= TUNING.qs_overrun_yield_ns && gap <= TUNING.qs_overrun_yield_ns + granule,
+                "yields {gap} ns apart"
+            );
+        }
+        assert!(yields.len() >= 2, "{yields:?}");
+        assert!(noted, "a tight loop queues after its yield");
+    })
+    .join()
+    .unwrap();
+}
+
+/// The same stretch with a microsecond between releases (work between the
+/// critical sections): it yields, but keeps its spin at the next `lock`.
+#[test]
+fn a_holder_that_works_between_critical_sections_yields_without_queueing() {
+    std::thread::spawn(|| {
+        let pace = 1_000;
+        let (yields, noted) = holder_stretch(PENDING, pace, (3 * TUNING.batch_ns / pace) as u32);
+        assert!(!yields.is_empty());
+        assert!(!noted);
+    })
+    .join()
+    .unwrap();
+}
+
+/// No yield without a word waiter, nor within the batch, nor once the
+/// word waiter has claimed the lock (then each release reserves it).
+#[test]
+fn a_holder_does_not_yield_within_the_batch_or_without_a_sleeping_word_waiter() {
+    std::thread::spawn(|| {
+        let pace = 1_000;
+        let long = (3 * TUNING.batch_ns / pace) as u32;
+        assert_eq!(holder_stretch(0, pace, long).0, []);
+        let within = ((TUNING.batch_ns + TUNING.qs_overrun_yield_ns) / pace - 1) as u32;
+        assert_eq!(holder_stretch(PENDING, pace, within).0, []);
+        let lock: QSpinCore<StretchClock> = QSpinCore::new();
+        for _ in 0..long {
+            lock.flags.store(PENDING | HANDOFF, Ordering::Relaxed);
+            assert!(lock.try_lock_fast());
+            STRETCH_CLOCK.with(|c| c.set(c.get() + pace));
+            lock.release_watching();
+            assert_eq!(lock.locked.load(Ordering::Relaxed), RESERVED);
+            lock.locked.store(FREE, Ordering::Relaxed);
+        }
+        assert_eq!(STRETCH_YIELDS.with(Cell::get), 0);
+    })
+    .join()
+    .unwrap();
+}
+
+/// A stretch ends when the holder stops re-taking the lock for longer than
+/// a batch (it waited in between): the next one is timed from its start.
+#[test]
+fn a_holder_stretch_restarts_after_a_pause() {
+    std::thread::spawn(|| {
+        let lock: QSpinCore<StretchClock> = QSpinCore::new();
+        lock.flags.store(PENDING, Ordering::Relaxed);
+        let pace = 1_000;
+        let run = |releases: u64| {
+            for _ in 0..releases {
+                assert!(lock.try_lock_fast());
+                STRETCH_CLOCK.with(|c| c.set(c.get() + pace));
+                lock.release_watching();
+            }
+        };
+        // Most of a batch, a pause of two batches, most of a batch again:
+        // neither stretch is long enough to yield.
+        let most = (TUNING.batch_ns - 10_000) / pace;
+        run(most);
+        STRETCH_CLOCK.with(|c| c.set(c.get() + 2 * TUNING.batch_ns));
+        run(most);
+        assert_eq!(STRETCH_YIELDS.with(Cell::get), 0);
+    })
+    .join()
+    .unwrap();
+}
