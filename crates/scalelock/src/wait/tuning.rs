@@ -96,7 +96,8 @@ pub(crate) struct Tuning {
     /// The same bound in polls.
     pub qs_steal_polls: u32,
     /// A holder that keeps re-taking the lock while the word waiter has
-    /// not claimed it yet reads the clock at one release in this many
+    /// not claimed it yet reads the clock at most once in this many
+    /// releases, and at least once in 64 times this many
     /// (`wait::batch::HolderStretch`; 0: never).
     pub qs_overrun_check_releases: u32,
     /// About how long apart those clock reads are, at the holder's pace.
@@ -106,9 +107,10 @@ pub(crate) struct Tuning {
     /// (`wait::batch::Overran`).
     pub qs_overrun_tight_ns: u64,
     /// How long past `batch_ns` such a holder goes on before it yields its
-    /// CPU once after a release: the word waiter's wake-up is most likely
-    /// queued behind it on its CPU (a timed sleep ends 50-200 µs late when
-    /// the waiter's CPU is free).
+    /// CPU once after a release (and then again each time this long
+    /// passes): the word waiter's wake-up is most likely queued behind it
+    /// on its CPU (a timed sleep ends 50-200 µs late when the waiter's CPU
+    /// is free).
     pub qs_overrun_yield_ns: u64,
     /// Polls (of `claimed_poll_relaxes` relaxes) a word waiter watches the
     /// lock after a kick (a contender took a free lock that stayed free
