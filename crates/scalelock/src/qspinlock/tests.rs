@@ -9,6 +9,28 @@ use super::*;
 use crate::qnode::QNode;
 use crate::sync::atomic::AtomicU32;
 
+/// The `Platform` methods the test platforms below share: a full fence as
+/// the heavy one, no queue nodes (their threads never queue), one CPU.
+macro_rules! single_cpu_without_nodes {
+    () => {
+        fn heavy_fence() {
+            crate::sync::atomic::fence(Ordering::SeqCst)
+        }
+        fn queue_node() -> Option<NodeIndex> {
+            None
+        }
+        fn node(_: NodeIndex) -> &'static QNode {
+            unreachable!("no nodes are handed out")
+        }
+        fn cpu_id() -> usize {
+            0
+        }
+        fn cpu_count() -> usize {
+            1
+        }
+    };
+}
+
 #[test]
 fn is_four_bytes() {
     assert_eq!(core::mem::size_of::<QSpinCore>(), 4);
@@ -115,21 +137,7 @@ fn release_touches_nothing_after_the_unlock() {
             }
             crate::sync::atomic::fence(Ordering::SeqCst);
         }
-        fn heavy_fence() {
-            crate::sync::atomic::fence(Ordering::SeqCst)
-        }
-        fn queue_node() -> Option<NodeIndex> {
-            None
-        }
-        fn node(_: NodeIndex) -> &'static QNode {
-            unreachable!("no nodes are handed out")
-        }
-        fn cpu_id() -> usize {
-            0
-        }
-        fn cpu_count() -> usize {
-            1
-        }
+        single_cpu_without_nodes!();
     }
 
     let lock: &'static RawQSpinLock<Plat> = Box::leak(Box::new(RawQSpinLock::new()));
@@ -296,21 +304,7 @@ unsafe impl<const YIELD_NS: u64> Platform for YieldClock<YIELD_NS> {
     fn light_fence() {
         crate::sync::atomic::fence(Ordering::SeqCst)
     }
-    fn heavy_fence() {
-        crate::sync::atomic::fence(Ordering::SeqCst)
-    }
-    fn queue_node() -> Option<NodeIndex> {
-        None
-    }
-    fn node(_: NodeIndex) -> &'static QNode {
-        unreachable!("no nodes are handed out")
-    }
-    fn cpu_id() -> usize {
-        0
-    }
-    fn cpu_count() -> usize {
-        1
-    }
+    single_cpu_without_nodes!();
 }
 
 /// Yields from the calling thread's polls of a held lock, before queueing,
@@ -611,24 +605,10 @@ unsafe impl Platform for StretchClock {
     fn light_fence() {
         crate::sync::atomic::fence(Ordering::SeqCst)
     }
-    fn heavy_fence() {
-        crate::sync::atomic::fence(Ordering::SeqCst)
-    }
     fn with_local<R>(f: impl FnOnce(&crate::platform::LocalState) -> R) -> Option<R> {
         crate::platform::StdPlatform::with_local(f)
     }
-    fn queue_node() -> Option<NodeIndex> {
-        None
-    }
-    fn node(_: NodeIndex) -> &'static QNode {
-        unreachable!("no nodes are handed out")
-    }
-    fn cpu_id() -> usize {
-        0
-    }
-    fn cpu_count() -> usize {
-        1
-    }
+    single_cpu_without_nodes!();
 }
 
 /// A holder re-takes `lock` `releases` times, `pace_ns` apart on the
