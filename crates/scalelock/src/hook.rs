@@ -111,7 +111,7 @@ pub(crate) mod active {
 
 /// The switch's test patched into the code (x86-64 Linux).
 #[cfg(patched_switch)]
-mod patched_switch;
+pub(crate) mod patched_switch;
 
 /// Whether the hooks are compiled in at all (either feature): locks use it
 /// to keep their code unchanged when they are not.
@@ -158,6 +158,34 @@ pub fn any_active() -> bool {
         false
     }
 }
+
+/// Whether `word`'s low bit is set or the hooks may be on, for a fast path
+/// that tests that bit anyway (a seqlock's sequence): with the switch
+/// patched into the code, both in one `test` instruction, the one the
+/// path had without the hooks, so that a switched-off read costs nothing
+/// more ([`patched_switch::odd_or_may_be_on`]; `word` must have
+/// [`SEQ_BASE`]'s bit set). Elsewhere the low bit, then [`any_active`].
+/// `true` sends the caller to a second look: [`any_active`], then the bit.
+#[inline(always)]
+pub(crate) fn odd_or_maybe_active(word: usize) -> bool {
+    #[cfg(patched_switch)]
+    {
+        patched_switch::odd_or_may_be_on(word)
+    }
+    #[cfg(not(patched_switch))]
+    {
+        word & 1 != 0 || any_active()
+    }
+}
+
+/// The bit a word tested by [`odd_or_maybe_active`] keeps set for good
+/// (0 where the switch is not patched into the code).
+#[cfg(patched_switch)]
+pub(crate) const SEQ_BASE: usize = patched_switch::MASK_SITE_BIT;
+/// The bit a word tested by [`odd_or_maybe_active`] keeps set for good
+/// (0 where the switch is not patched into the code).
+#[cfg(not(patched_switch))]
+pub(crate) const SEQ_BASE: usize = 0;
 
 /// Whether the switch is patched into the code: on x86-64 Linux, once
 /// the first hooked acquisition found the hooks switched off, each lock's

@@ -66,6 +66,15 @@
 //! checked, since they never wait for anything that can block (the
 //! sequence is odd only while a writer stores the value, never while it
 //! runs other code).
+//!
+//! Where the hooks' run-time switch is patched into the code (x86-64
+//! Linux, see [`hook::switch_is_patched`]), `seq` starts with its top bit
+//! set and keeps it (for 2^62 writes), and a read's test of the low bit is
+//! also the switch's: one `test` against a mask that the switch patches
+//! (bit 0 while the hooks are off; bits 0 and 31-63 otherwise, which the
+//! top bit makes true). So a read with the hooks compiled in but switched
+//! off runs the same instructions as without the features.
+//! [`SeqLock::sequence`] leaves that bit out.
 
 use core::marker::PhantomData;
 use core::mem::{MaybeUninit, size_of};
@@ -265,7 +274,7 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     #[cfg(not(any(loom, shuttle)))]
     pub const fn with_class(value: T, class: ClassRef) -> Self {
         Self {
-            seq: AtomicUsize::new(0),
+            seq: AtomicUsize::new(hook::SEQ_BASE),
             lock: RawQSpinLock::with_class(class),
             cells: Cells::new(value),
             _platform: PhantomData,
@@ -276,7 +285,7 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     #[cfg(any(loom, shuttle))]
     pub fn with_class(value: T, class: ClassRef) -> Self {
         Self {
-            seq: AtomicUsize::new(0),
+            seq: AtomicUsize::new(hook::SEQ_BASE),
             lock: RawQSpinLock::with_class(class),
             cells: Cells::new(value),
             _platform: PhantomData,
@@ -327,11 +336,43 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// Reads the value, retrying while writes overlap.
     #[inline]
     pub fn read(&self) -> T {
-        // With the hooks compiled in, one test of their run-time switch (a
-        // constant patched into the code, or a Relaxed load; see
-        // `hook::any_active`) decides between the counted read and the
-        // plain one, so a switched-off read is the plain one behind a
-        // branch.
+        // Where the hooks' switch is patched into the code, the sequence's
+        // odd test doubles as the switch's (`hook::odd_or_maybe_active`):
+        // a switched-off read runs the instructions it has without the
+        // hooks, and any other goes to `read_other`.
+        if hook::SEQ_BASE != 0 {
+            // Acquire as in `try_read_quiet`.
+            let s1 = self.seq.load(Ordering::Acquire);
+            if hook::odd_or_maybe_active(s1) {
+                return self.read_other();
+            }
+            let copy = self.cells.load();
+            // As in `try_read_quiet`.
+            fence(Ordering::Acquire);
+            let s2 = self.seq.load(Ordering::Relaxed);
+            if s1 == s2 {
+                // SAFETY: validated, as in `try_read_quiet`.
+                return unsafe { copy.assume_init() };
+            }
+            return self.read_other();
+        }
+        // Elsewhere, with the hooks compiled in, one test of their
+        // run-time switch (a Relaxed load; see `hook::any_active`) decides
+        // between the counted read and the plain one, so a switched-off
+        // read is the plain one behind a branch.
+        if hook::any_active() {
+            return self.read_hooked();
+        }
+        self.read_quiet()
+    }
+
+    /// `read` once its first look found the sequence odd, the hooks maybe
+    /// on, or a write overlapping its copy: the counted read if the hooks
+    /// are on, else the plain one (which tries again at once: the write
+    /// seen may be over).
+    #[cold]
+    #[inline(never)]
+    fn read_other(&self) -> T {
         if hook::any_active() {
             return self.read_hooked();
         }
@@ -394,7 +435,7 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// grows by 2 per write.
     #[inline]
     pub fn sequence(&self) -> usize {
-        self.seq.load(Ordering::Relaxed)
+        self.seq.load(Ordering::Relaxed) & !hook::SEQ_BASE
     }
 
     /// Takes the writer lock. Readers keep reading the old value until the

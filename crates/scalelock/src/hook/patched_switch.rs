@@ -83,7 +83,51 @@ pub(crate) fn may_be_on() -> bool {
     may != 0
 }
 
-/// One entry of the section, as [`may_be_on`] writes it.
+/// Whether `word` is odd, or the switch may be on: one `test` of `word`
+/// against a mask patched into it, for a lock whose fast path already
+/// tests a word's low bit (a seqlock's sequence), so that the hooks' test
+/// costs it no instruction at all. `word` must have its top bit set for
+/// good (the lock keeps it so): the site is assembled as `testq
+/// $0x80000001, %r64`, whose immediate, sign-extended, tests bits 0 and
+/// 31-63, so a top bit set makes the test true whatever the low bit
+/// says; patched for "off", the immediate's high byte is 0 and the mask
+/// is 1, the plain odd test. A `true` tells the caller to look again:
+/// [`super::any_active`] (which loads the switch where the sites are
+/// unpatched), then the low bit.
+#[inline(always)]
+pub(crate) fn odd_or_may_be_on(word: usize) -> bool {
+    // SAFETY: a test of a register and a branch to the label; the section
+    // entry is data no code runs. The label block only returns.
+    unsafe {
+        asm!(
+            // `testq $imm32, %r64` (REX.W a9 for %rax, else REX.W f7 /0):
+            // the immediate is the instruction's last 4 bytes, its high
+            // byte the last. -0x7fffffff: the immediate 0x80000001, which
+            // the assembler takes only as the signed value it extends to.
+            "testq $-0x7fffffff, {word}",
+            "2:",
+            ".pushsection scalelock_mask_sites, \"aR\"",
+            ".balign 4",
+            // The immediate's high byte and the switch, each relative to
+            // its field.
+            ".long 2b - 1 - .",
+            ".long {flag} - .",
+            ".popsection",
+            "jnz {look_again}",
+            word = in(reg) word,
+            flag = sym active::ACTIVE,
+            look_again = label { return true; },
+            options(att_syntax, nomem, nostack),
+        );
+    }
+    false
+}
+
+/// The top bit [`odd_or_may_be_on`] needs set in its word.
+pub(crate) const MASK_SITE_BIT: usize = 1 << (usize::BITS - 1);
+
+/// One entry of a site section, as [`may_be_on`] and
+/// [`odd_or_may_be_on`] write them.
 #[repr(C)]
 struct Site {
     imm: i32,
@@ -97,44 +141,103 @@ impl Site {
     }
 }
 
-/// The section's entries. The sentinel entry here (all zeroes, skipped)
-/// makes the section, and so its bracketing symbols, exist in every
-/// program that can patch, even one whose locks emit no site.
-fn sites() -> &'static [Site] {
-    let (start, stop): (*const Site, *const Site);
-    // SAFETY: two address computations; the entry pushed is data.
-    unsafe {
-        asm!(
-            ".pushsection scalelock_switch_sites, \"aR\"",
-            ".balign 4",
-            ".long 0, 0",
-            ".popsection",
-            // Hidden: this program's (or shared object's) own table,
-            // addressable PC-relative in a shared object too.
-            ".hidden __start_scalelock_switch_sites",
-            ".hidden __stop_scalelock_switch_sites",
-            "leaq __start_scalelock_switch_sites(%rip), {start}",
-            "leaq __stop_scalelock_switch_sites(%rip), {stop}",
-            start = out(reg) start,
-            stop = out(reg) stop,
-            options(att_syntax, nostack, nomem, preserves_flags),
-        );
-    }
-    let len = (stop as usize - start as usize) / core::mem::size_of::<Site>();
-    // SAFETY: the linker's bracketing symbols delimit an array of `Site`s
-    // (every contribution is 4-aligned, 8 bytes per entry, no padding
-    // between them), read-only for the whole run.
-    unsafe { core::slice::from_raw_parts(start, len) }
+/// The two kinds of site, each in a section of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// [`may_be_on`]'s `movl $imm32, %r32`; the byte patched is the
+    /// immediate's low one: 1 = may be on, 0 = off.
+    Mov,
+    /// [`odd_or_may_be_on`]'s `testq $imm32, %r64`; the byte patched is
+    /// the immediate's high one: 0x80 = may be on, 0 = off.
+    Mask,
 }
 
-/// The immediates (their low bytes' addresses) of this copy of the crate's
-/// sites: the entries that name our switch, past the sentinels.
-fn our_sites() -> impl Iterator<Item = usize> {
+impl Kind {
+    /// The byte a site of this kind holds when the hooks may be on
+    /// (`true`, as assembled) or are off.
+    fn byte(self, may_be_on: bool) -> u8 {
+        match (self, may_be_on) {
+            (Kind::Mov, on) => u8::from(on),
+            (Kind::Mask, true) => 0x80,
+            (Kind::Mask, false) => 0,
+        }
+    }
+
+    /// The patched byte of the site at `at` (that byte's address), if the
+    /// code there is the instruction this kind of site is assembled as,
+    /// holding one of its two bytes.
+    ///
+    /// # Safety
+    /// `at` is a site's patched byte: for [`Kind::Mov`] the byte before it
+    /// and the 3 after it, for [`Kind::Mask`] the 5 before it, are mapped
+    /// and readable.
+    unsafe fn current(self, at: usize) -> Option<u8> {
+        match self {
+            Kind::Mov => {
+                // SAFETY: the opcode and the immediate (the caller's contract).
+                let code: [u8; 5] = unsafe { read_code(at - 1) };
+                is_mov_site(code).then_some(code[1])
+            }
+            Kind::Mask => {
+                // SAFETY: the opcode (and ModRM) and the immediate, which
+                // ends at `at` (the caller's contract).
+                let code: [u8; 6] = unsafe { read_code(at - 5) };
+                is_mask_site(code).then_some(code[5])
+            }
+        }
+    }
+}
+
+/// The entries of section `$name` (see [`sites`]).
+macro_rules! section {
+    ($name:literal) => {{
+        let (start, stop): (*const Site, *const Site);
+        // SAFETY: two address computations; the entry pushed is data.
+        unsafe {
+            asm!(
+                concat!(".pushsection ", $name, ", \"aR\""),
+                ".balign 4",
+                ".long 0, 0",
+                ".popsection",
+                // Hidden: this program's (or shared object's) own table,
+                // addressable PC-relative in a shared object too.
+                concat!(".hidden __start_", $name),
+                concat!(".hidden __stop_", $name),
+                concat!("leaq __start_", $name, "(%rip), {start}"),
+                concat!("leaq __stop_", $name, "(%rip), {stop}"),
+                start = out(reg) start,
+                stop = out(reg) stop,
+                options(att_syntax, nostack, nomem, preserves_flags),
+            );
+        }
+        let len = (stop as usize - start as usize) / core::mem::size_of::<Site>();
+        // SAFETY: the linker's bracketing symbols delimit an array of
+        // `Site`s (every contribution is 4-aligned, 8 bytes per entry, no
+        // padding between them), read-only for the whole run.
+        unsafe { core::slice::from_raw_parts(start, len) }
+    }};
+}
+
+/// A section's entries. The sentinel entry pushed here (all zeroes,
+/// skipped) makes the section, and so its bracketing symbols, exist in
+/// every program that can patch, even one whose locks emit no site.
+fn sites(kind: Kind) -> &'static [Site] {
+    match kind {
+        Kind::Mov => section!("scalelock_switch_sites"),
+        Kind::Mask => section!("scalelock_mask_sites"),
+    }
+}
+
+/// The patched bytes' addresses of this copy of the crate's sites, of
+/// both kinds: the entries that name our switch, past the sentinels.
+fn our_sites() -> impl Iterator<Item = (Kind, usize)> {
     let flag = &active::ACTIVE as *const _ as usize;
-    sites()
-        .iter()
-        .filter(move |s| s.imm != 0 && Site::resolve(&s.flag) == flag)
-        .map(|s| Site::resolve(&s.imm))
+    [Kind::Mov, Kind::Mask].into_iter().flat_map(move |kind| {
+        sites(kind)
+            .iter()
+            .filter(move |s| s.imm != 0 && Site::resolve(&s.flag) == flag)
+            .map(move |s| (kind, Site::resolve(&s.imm)))
+    })
 }
 
 /// Sites not yet patched (all 1).
@@ -199,7 +302,7 @@ pub(crate) fn follow_switch() {
     if STATE.load(Ordering::Relaxed) == PATCHING && *now == want {
         return;
     }
-    if write_sites(want).is_ok() {
+    if write_sites(want == 1).is_ok() {
         *now = want;
         STATE.store(PATCHING, Ordering::Relaxed);
     } else {
@@ -218,26 +321,39 @@ pub(crate) fn follow_switch() {
 const PAGE: usize = 4096;
 
 /// Whether `code` (the opcode byte before the immediate's low byte, and
-/// the 4 immediate bytes) is the `mov $0, %r32` or `mov $1, %r32` a site
-/// is assembled as (any REX prefix sits before the opcode, unchecked). An
-/// `int3` (0xcc) in place of the opcode is a debugger's breakpoint on the
-/// `mov`: the debugger puts the opcode back, so the immediate is still ours.
-fn is_site(code: [u8; 5]) -> bool {
+/// the 4 immediate bytes) is the `mov $0, %r32` or `mov $1, %r32` a
+/// [`Kind::Mov`] site is assembled as (any REX prefix sits before the
+/// opcode, unchecked). An `int3` (0xcc) in place of the opcode is a
+/// debugger's breakpoint on the `mov`: the debugger puts the opcode back,
+/// so the immediate is still ours.
+fn is_mov_site(code: [u8; 5]) -> bool {
     let [op, imm @ ..] = code;
     ((0xb8..=0xbf).contains(&op) || op == 0xcc) && imm[0] <= 1 && imm[1..] == [0, 0, 0]
 }
 
-/// Rewrites the immediate of every site of this copy of the crate to
-/// `value` (0 or 1); an error if a page could not be made writable or a
-/// site is not the `mov` it should be.
-fn write_sites(value: u8) -> Result<(), ()> {
-    let mut imms: Vec<usize> = our_sites().collect();
+/// Whether `code` (the 2 bytes before the immediate, and the 4 immediate
+/// bytes) is the `testq $0x80000001, %r64` or `testq $1, %r64` a
+/// [`Kind::Mask`] site is assembled as: `REX.W a9 imm32` (for `%rax`) or
+/// `REX.W f7 /0 imm32` with a register operand (ModRM `11 000 rrr`). The
+/// REX prefix, where a debugger's breakpoint would go, is not checked.
+fn is_mask_site(code: [u8; 6]) -> bool {
+    let [b0, b1, imm @ ..] = code;
+    (b1 == 0xa9 || (b0 == 0xf7 && b1 & 0xf8 == 0xc0))
+        && imm[..3] == [1, 0, 0]
+        && (imm[3] == 0 || imm[3] == 0x80)
+}
+
+/// Rewrites every site of this copy of the crate to say "may be on"
+/// (`on`) or "off"; an error if a page could not be made writable or a
+/// site is not the instruction it should be.
+fn write_sites(on: bool) -> Result<(), ()> {
+    let mut bytes: Vec<(usize, Kind)> = our_sites().map(|(kind, at)| (at, kind)).collect();
     // Page by page: one `mprotect` pair per page.
-    imms.sort_unstable();
+    bytes.sort_unstable_by_key(|&(at, _)| at);
     let mut open_page: Option<usize> = None;
     let result = (|| {
-        for &imm in &imms {
-            let page = imm & !(PAGE - 1);
+        for &(at, kind) in &bytes {
+            let page = at & !(PAGE - 1);
             if open_page != Some(page) {
                 if let Some(q) = open_page.take() {
                     protect(q, false)?;
@@ -245,15 +361,13 @@ fn write_sites(value: u8) -> Result<(), ()> {
                 protect(page, true)?;
                 open_page = Some(page);
             }
-            // SAFETY: the opcode and immediate of a site: 5 bytes of this
-            // program's code, mapped and readable.
-            let code = unsafe { read_code(imm - 1) };
-            if !is_site(code) {
-                return Err(());
-            }
-            if code[1] != value {
+            // SAFETY: a site's patched byte and the instruction bytes
+            // before it: this program's code, mapped and readable.
+            let now = unsafe { kind.current(at) }.ok_or(())?;
+            let want = kind.byte(on);
+            if now != want {
                 // SAFETY: a byte of a code page made writable above.
-                unsafe { store_code_byte(imm, value) };
+                unsafe { store_code_byte(at, want) };
             }
         }
         Ok(())
@@ -264,29 +378,30 @@ fn write_sites(value: u8) -> Result<(), ()> {
     result
 }
 
-/// After a failure: every site of ours that still holds its `mov` back to
-/// 1, going on past any that fail (the pages that could be made writable
-/// before can be again).
+/// After a failure: every site of ours that still holds its instruction
+/// back to "may be on", going on past any that fail (the pages that could
+/// be made writable before can be again).
 fn write_sites_back() {
-    for imm in our_sites() {
+    for (kind, at) in our_sites() {
         // SAFETY: as in `write_sites`.
-        let code = unsafe { read_code(imm - 1) };
-        if is_site(code) && code[1] != 1 && protect(imm & !(PAGE - 1), true).is_ok() {
-            // SAFETY: a byte of a site's immediate, writable now.
-            unsafe { store_code_byte(imm, 1) };
-            let _ = protect(imm & !(PAGE - 1), false);
+        let now = unsafe { kind.current(at) };
+        let want = kind.byte(true);
+        if now.is_some_and(|b| b != want) && protect(at & !(PAGE - 1), true).is_ok() {
+            // SAFETY: a site's patched byte, writable now.
+            unsafe { store_code_byte(at, want) };
+            let _ = protect(at & !(PAGE - 1), false);
         }
     }
 }
 
-/// The 5 code bytes at `at`, read with plain loads in assembly: a
+/// The `N` code bytes at `at`, read with plain loads in assembly: a
 /// sanitizer (ThreadSanitizer) has no shadow memory for code and must not
 /// see the access.
 ///
 /// # Safety
-/// `at..at + 5` is mapped and readable.
-unsafe fn read_code(at: usize) -> [u8; 5] {
-    let mut code = [0u8; 5];
+/// `at..at + N` is mapped and readable.
+unsafe fn read_code<const N: usize>(at: usize) -> [u8; N] {
+    let mut code = [0u8; N];
     for (i, byte) in code.iter_mut().enumerate() {
         // SAFETY: a load from a readable byte (the caller's contract).
         unsafe {
@@ -338,56 +453,107 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_site_is_a_mov_of_0_or_1_to_a_32_bit_register() {
-        assert!(is_site([0xb8, 1, 0, 0, 0])); // movl $1, %eax
-        assert!(is_site([0xbf, 0, 0, 0, 0])); // movl $0, %edi (or %r15d)
-        assert!(!is_site([0xb8, 2, 0, 0, 0]));
-        assert!(!is_site([0xb8, 1, 0, 1, 0]));
-        assert!(!is_site([0xe9, 1, 0, 0, 0])); // a jmp
-        assert!(!is_site([0xb7, 0, 0, 0, 0]));
-        assert!(is_site([0xcc, 0, 0, 0, 0])); // a breakpoint on the mov
+    fn a_mov_site_is_a_mov_of_0_or_1_to_a_32_bit_register() {
+        assert!(is_mov_site([0xb8, 1, 0, 0, 0])); // movl $1, %eax
+        assert!(is_mov_site([0xbf, 0, 0, 0, 0])); // movl $0, %edi (or %r15d)
+        assert!(!is_mov_site([0xb8, 2, 0, 0, 0]));
+        assert!(!is_mov_site([0xb8, 1, 0, 1, 0]));
+        assert!(!is_mov_site([0xe9, 1, 0, 0, 0])); // a jmp
+        assert!(!is_mov_site([0xb7, 0, 0, 0, 0]));
+        assert!(is_mov_site([0xcc, 0, 0, 0, 0])); // a breakpoint on the mov
     }
 
     #[test]
-    fn every_site_of_this_binary_holds_its_mov_and_the_switch_s_value() {
-        // The test binary's own sites (its locks inline `any_active`).
+    fn a_mask_site_is_a_test_of_a_64_bit_register_against_its_two_masks() {
+        assert!(is_mask_site([0x48, 0xa9, 1, 0, 0, 0x80])); // testq $0x80000001, %rax
+        assert!(is_mask_site([0x48, 0xa9, 1, 0, 0, 0])); // testq $1, %rax
+        assert!(is_mask_site([0xf7, 0xc1, 1, 0, 0, 0x80])); // testq $0x80000001, %rcx (or %r9)
+        assert!(is_mask_site([0xf7, 0xc7, 1, 0, 0, 0])); // testq $1, %rdi (or %r15)
+        assert!(!is_mask_site([0xf7, 0x41, 1, 0, 0, 0x80])); // a memory operand
+        assert!(!is_mask_site([0xf7, 0xc8, 1, 0, 0, 0x80])); // f7 /1
+        assert!(!is_mask_site([0x48, 0xa9, 3, 0, 0, 0x80]));
+        assert!(!is_mask_site([0x48, 0xa9, 1, 0, 0, 0x81]));
+        assert!(!is_mask_site([0x48, 0xa8, 1, 0, 0, 0x80])); // testb $imm8, %al
+    }
+
+    #[test]
+    fn each_kind_says_may_be_on_as_assembled() {
+        assert_eq!(Kind::Mov.byte(true), 1);
+        assert_eq!(Kind::Mov.byte(false), 0);
+        assert_eq!(Kind::Mask.byte(true), 0x80);
+        assert_eq!(Kind::Mask.byte(false), 0);
+    }
+
+    #[test]
+    fn every_site_of_this_binary_holds_its_instruction_and_the_switch_s_value() {
+        // The test binary's own sites (its locks inline `any_active`, and
+        // the seqlock read `odd_or_may_be_on`).
         let on = any_active_somewhere();
         // Under the patching lock: no other test rewrites sites meanwhile.
         let _patching = PATCH.lock().unwrap_or_else(|e| e.into_inner());
-        let mut ours = 0;
-        for imm in our_sites() {
-            ours += 1;
-            // SAFETY: the entry names a site's opcode and immediate.
-            let code = unsafe { read_code(imm - 1) };
-            assert!(is_site(code), "site {imm:#x}: {code:02x?}");
+        let mut ours = [0; 2];
+        for (kind, at) in our_sites() {
+            ours[kind as usize] += 1;
+            // SAFETY: the entry names a site's patched byte.
+            let now = unsafe { kind.current(at) };
+            assert!(now.is_some(), "{kind:?} site {at:#x}");
             // Unit tests switch nothing: with the sites patched, they say
-            // what the switch says (1 for lockdep, which starts on).
+            // what the switch says (on for lockdep, which starts on).
             if patched() {
-                assert_eq!(code[1], u8::from(on), "site {imm:#x}");
+                assert_eq!(now, Some(kind.byte(on)), "{kind:?} site {at:#x}");
             }
         }
-        assert!(ours > 0);
+        assert!(
+            ours[Kind::Mov as usize] > 0 && ours[Kind::Mask as usize] > 0,
+            "{ours:?}"
+        );
     }
 
     #[test]
-    fn putting_the_sites_back_leaves_every_one_at_1() {
+    fn putting_the_sites_back_leaves_every_one_saying_may_be_on() {
         any_active_somewhere();
         {
             // Under the patching lock, as a failed patcher would.
             let mut now = PATCH.lock().unwrap_or_else(|e| e.into_inner());
             write_sites_back();
-            for imm in our_sites() {
-                // SAFETY: the entry names a site's opcode and immediate.
-                assert_eq!(unsafe { read_code(imm - 1) }[1], 1, "site {imm:#x}");
+            for (kind, at) in our_sites() {
+                // SAFETY: the entry names a site's patched byte.
+                let b = unsafe { kind.current(at) };
+                assert_eq!(b, Some(kind.byte(true)), "{kind:?} site {at:#x}");
             }
+            // A mask site then sends every word to the caller's second
+            // look.
+            assert!(odd_or_may_be_on_somewhere(MASK_SITE_BIT));
             *now = 1;
         }
         // And back to what the switch says.
         follow_switch();
     }
 
+    #[test]
+    fn a_mask_site_patched_off_tests_the_low_bit_alone() {
+        any_active_somewhere();
+        // Under the patching lock: what the sites say stays as `now` says.
+        let now = PATCH.lock().unwrap_or_else(|e| e.into_inner());
+        if !patched() || *now == 1 {
+            // The hooks are on (lockdep starts on), or patching is refused
+            // here: the site says "may be on", every word looks again.
+            assert!(odd_or_may_be_on_somewhere(MASK_SITE_BIT));
+            return;
+        }
+        assert!(!odd_or_may_be_on_somewhere(MASK_SITE_BIT));
+        assert!(!odd_or_may_be_on_somewhere(MASK_SITE_BIT | 6));
+        assert!(odd_or_may_be_on_somewhere(MASK_SITE_BIT | 1));
+        assert!(odd_or_may_be_on_somewhere(1));
+    }
+
     #[inline(never)]
     fn any_active_somewhere() -> bool {
         crate::hook::any_active()
+    }
+
+    #[inline(never)]
+    fn odd_or_may_be_on_somewhere(word: usize) -> bool {
+        odd_or_may_be_on(core::hint::black_box(word))
     }
 }
