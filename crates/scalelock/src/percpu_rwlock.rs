@@ -1512,7 +1512,9 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         token.held.release(addr);
     }
 
-    #[inline]
+    // Always: with the hooks compiled in, the compiler left it out of line
+    // (its token returned through memory), a call on every write.
+    #[inline(always)]
     fn lock_exclusive(&self) -> PerCpuWriteToken {
         // With the hooks switched off (or not compiled in), no hook state
         // at all (see `RawQRwLock::lock_shared`).

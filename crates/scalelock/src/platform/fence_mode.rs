@@ -69,6 +69,15 @@ impl FenceMode {
         }
     }
 
+    /// Whether a light side may use the compiler fence, as far as known
+    /// without deciding: `false` means ask
+    /// [`light_may_skip_fence`](Self::light_may_skip_fence). Acquire as in
+    /// `asymmetric`.
+    #[inline]
+    pub(crate) fn light_may_skip_fence_quick(&self) -> bool {
+        self.0.load(Ordering::Acquire) == READY
+    }
+
     /// The decision, if made (`Some(true)`: asymmetric), without making it.
     #[cfg(all(test, not(loom), not(miri)))]
     pub(crate) fn decided(&self) -> Option<bool> {

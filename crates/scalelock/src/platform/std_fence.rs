@@ -66,6 +66,21 @@ extern "C" fn decide_at_start() {
 /// full fence while the first registration is still in progress).
 #[inline]
 pub(super) fn light() {
+    // One test inline, the rest (the full fence where membarrier is
+    // unavailable, the first decision) out of line: this sits in every
+    // queued lock's release, which must stay small enough to inline into
+    // the caller's loop (the guard's drop) with the hooks compiled in too.
+    if MODE.light_may_skip_fence_quick() {
+        compiler_fence(Ordering::SeqCst);
+    } else {
+        light_slow();
+    }
+}
+
+/// `light` where membarrier is not (yet) known to be registered.
+#[cold]
+#[inline(never)]
+fn light_slow() {
     if MODE.light_may_skip_fence(register) == Some(true) {
         compiler_fence(Ordering::SeqCst);
     } else {
