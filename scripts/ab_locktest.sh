@@ -10,15 +10,19 @@
 # usage: scripts/ab_locktest.sh COMMIT_A COMMIT_B [PAIRS]
 # env: LOCKS (qspinlock,pl-mutex; the last is the baseline), THREADS
 # (8,16), READS (locktest's --read-pct, for rwlocks), WORKLOAD (its
-# --workload: lock or kv), RUNTIME (0.3 s).
+# --workload: lock or kv), RUNTIME (0.3 s), FEATURES_A / FEATURES_B
+# (locktest features for that side's build, e.g. FEATURES_B=stats with
+# COMMIT_A = COMMIT_B: what compiling lock statistics in, switched off,
+# costs).
 # Needs python3.
 set -euo pipefail
 source "$(dirname "$0")/ab_common.sh"
 locks=${LOCKS:-qspinlock,pl-mutex}
-build() { # COMMIT: prints the locktest binary's path (ALIGN=1: see ab_build.sh)
-  local d=/tmp/ab-$1 t=/tmp/ab-target-$1-locktest${ALIGN:+-aligned}
+build() { # COMMIT [FEATURES]: prints the locktest binary's path (ALIGN=1: see ab_build.sh)
+  local d=/tmp/ab-$1 f=${2:-} t=/tmp/ab-target-$1-locktest${2:+-${2//,/-}}${ALIGN:+-aligned}
   ab_worktree $1
-  (cd $d && RUSTFLAGS="$ab_align_flags" CARGO_TARGET_DIR=$t cargo build -q --release -p locktest 2>&1 | tail -1 >&2)
+  (cd $d && RUSTFLAGS="$ab_align_flags" CARGO_TARGET_DIR=$t cargo build -q --release -p locktest \
+    ${f:+--features $f} 2>&1 | tail -1 >&2)
   echo $t/release/locktest
 }
 run() { # SIDE BINARY PAIR
@@ -34,8 +38,8 @@ for x in d['runs']:
           x['total_rate'], x['min'] / max(x['max'], 1), x.get('cpu_share') or 0)
 PY
 }
-ab_alternate $out/locktest.txt run "$(build $A)" "$(build $B)"
-python3 - $out/locktest.txt "$locks" $A $B <<'PY'
+ab_alternate $out/locktest.txt run "$(build $A ${FEATURES_A:-})" "$(build $B ${FEATURES_B:-})"
+python3 - $out/locktest.txt "$locks" "$A${FEATURES_A:++$FEATURES_A}" "$B${FEATURES_B:++$FEATURES_B}" <<'PY'
 import sys, statistics as st, collections
 raw, locks, a, b = sys.argv[1], sys.argv[2].split(','), sys.argv[3], sys.argv[4]
 base = locks[-1]
