@@ -369,9 +369,9 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// `read` once its first look found the sequence odd, the hooks maybe
     /// on, or a write overlapping its copy: the counted read if the hooks
     /// are on, else the plain one (which tries again at once: the write
-    /// seen may be over).
-    #[cold]
-    #[inline(never)]
+    /// seen may be over). Inline (behind `read`'s cold branches): with
+    /// statistics on every read comes here.
+    #[inline(always)]
     fn read_other(&self) -> T {
         if hook::any_active() {
             return self.read_hooked();
