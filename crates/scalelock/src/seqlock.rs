@@ -369,8 +369,9 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// `read` once its first look found the sequence odd, the hooks maybe
     /// on, or a write overlapping its copy: the counted read if the hooks
     /// are on, else the plain one (which tries again at once: the write
-    /// seen may be over). Inline (behind `read`'s cold branches): with
-    /// statistics on every read comes here.
+    /// seen may be over). Inline, behind `read`'s branches: with
+    /// statistics on every read comes here (out of line, a switched-on
+    /// read took 1.13x the time).
     #[inline(always)]
     fn read_other(&self) -> T {
         if hook::any_active() {

@@ -23,12 +23,20 @@
 //! such load that finds the switch off ([`settle`]) and every switch
 //! change afterwards rewrite all sites to match the switch.
 //!
+//! A second kind of site serves a fast path that already tests a word's
+//! low bit (the seqlock read's odd sequence): [`odd_or_may_be_on`] is
+//! that test, `testq $imm32, %reg` and a jump, with the switch folded into
+//! the mask (the immediate's high byte: 0x80 = may be on, 0 = off; the
+//! word keeps its top bit set, so 0x80 sends every word to the caller's
+//! second look), in the `scalelock_mask_sites` section. There the jump
+//! replaces the one the path has anyway, so it costs no instruction.
+//!
 //! # Patching code other threads run
 //! The rewrite is one byte store, atomic on x86 at any address, so a CPU
 //! fetching the instruction sees the old or the new immediate, never a
 //! mix. x86 keeps instruction fetch coherent with stores; a thread may run
-//! the old immediate a little longer, which is harmless: a 1 leads to the
-//! load of the switch, and a 0 just after the switch went on only starts
+//! the old immediate a little longer, which is harmless: a 1 (0x80) leads
+//! to the load of the switch, and a 0 just after the switch went on only starts
 //! the counting a little later (as a late Relaxed load would). A
 //! [`Held`](super::Held) token records whether an acquisition was hooked,
 //! so its release matches it whatever the sites say by then. (HotSpot
@@ -37,8 +45,8 @@
 //!
 //! The page is made writable (`mprotect` to read-write-execute) around the
 //! store and restored to read-execute. Where that is refused (an SELinux
-//! `execmem` denial, PaX), or a site does not hold the `mov` the table
-//! names, patching stops for good and every site keeps (or gets back) its
+//! `execmem` denial, PaX), or a site does not hold the instruction the
+//! table names, patching stops for good and every site keeps (or gets back) its
 //! 1: the hooks then load the switch, as without this module, and count
 //! correctly. The environment variable `SCALELOCK_NO_CODE_PATCHING=1`
 //! asks for that from the start. [`patched`] tells which.
