@@ -62,6 +62,39 @@ use std::vec::Vec;
 
 use super::active;
 
+/// The two site sections' names (macros: `asm!` takes only literals), one
+/// for the sites' entries and the reader of the tables.
+macro_rules! mov_sites {
+    () => {
+        "scalelock_switch_sites"
+    };
+}
+macro_rules! mask_sites {
+    () => {
+        "scalelock_mask_sites"
+    };
+}
+
+/// A site's entry in `$section`, in the `asm!` of the instruction it
+/// names, right after the label `2:` that ends it: the patched byte (`$back`
+/// bytes before the label) and the switch (operand `flag`), each relative
+/// to its field ([`Site`]).
+macro_rules! site_entry {
+    ($section:expr, $back:literal) => {
+        concat!(
+            ".pushsection ",
+            $section,
+            ", \"aR\"\n",
+            ".balign 4\n",
+            ".long 2b - ",
+            $back,
+            " - .\n",
+            ".long {flag} - .\n",
+            ".popsection"
+        )
+    };
+}
+
 /// Whether the switch may be on: `false` once the sites are patched for the
 /// switch being off; `true` otherwise (then load the switch).
 #[inline(always)]
@@ -76,13 +109,8 @@ pub(crate) fn may_be_on() -> bool {
             // immediate is the instruction's last 4 bytes.
             "movl $1, {may:e}",
             "2:",
-            ".pushsection scalelock_switch_sites, \"aR\"",
-            ".balign 4",
-            // The immediate's low byte and the switch, each relative to
-            // its field.
-            ".long 2b - 4 - .",
-            ".long {flag} - .",
-            ".popsection",
+            // The immediate's low byte.
+            site_entry!(mov_sites!(), "4"),
             may = out(reg) may,
             flag = sym active::ACTIVE,
             options(att_syntax, nomem, nostack, preserves_flags),
@@ -114,13 +142,8 @@ pub(crate) fn odd_or_may_be_on(word: usize) -> bool {
             // the assembler takes only as the signed value it extends to.
             "testq $-0x7fffffff, {word}",
             "2:",
-            ".pushsection scalelock_mask_sites, \"aR\"",
-            ".balign 4",
-            // The immediate's high byte and the switch, each relative to
-            // its field.
-            ".long 2b - 1 - .",
-            ".long {flag} - .",
-            ".popsection",
+            // The immediate's high byte.
+            site_entry!(mask_sites!(), "1"),
             "jnz {look_again}",
             word = in(reg) word,
             flag = sym active::ACTIVE,
@@ -198,7 +221,7 @@ impl Kind {
 
 /// The entries of section `$name` (see [`sites`]).
 macro_rules! section {
-    ($name:literal) => {{
+    ($name:expr) => {{
         let (start, stop): (*const Site, *const Site);
         // SAFETY: two address computations; the entry pushed is data.
         unsafe {
@@ -231,8 +254,8 @@ macro_rules! section {
 /// every program that can patch, even one whose locks emit no site.
 fn sites(kind: Kind) -> &'static [Site] {
     match kind {
-        Kind::Mov => section!("scalelock_switch_sites"),
-        Kind::Mask => section!("scalelock_mask_sites"),
+        Kind::Mov => section!(mov_sites!()),
+        Kind::Mask => section!(mask_sites!()),
     }
 }
 
