@@ -278,12 +278,17 @@ pub(crate) const ID_MASK: u64 = !((1 << ID_SHIFT) - 1);
 /// One more recursive read in a slot word.
 pub(crate) const ONE_DEPTH: u64 = 1;
 /// The read depth bits of a slot word.
-pub(crate) const DEPTH_MASK: u64 = (1 << 15) - 1;
+pub(crate) const DEPTH_MASK: u64 = (1 << 14) - 1;
 /// The slot's owner holds the underlying read lock (a slow read).
-pub(crate) const UNDERLYING: u64 = 1 << 15;
+pub(crate) const UNDERLYING: u64 = 1 << 14;
 /// The slot's fast read was taken biased, so the platform's fences are
 /// known to be asymmetric: its unlock may use the unchecked light fence.
-pub(crate) const BIASED: u64 = 1 << 16;
+pub(crate) const BIASED: u64 = 1 << 15;
+/// The slot word's flags and depth: its low 16 bits, so that the unlock
+/// tells a biased read at depth 1 by one zero-extending load of them and a
+/// compare (the mask over 17 bits took a copy and an `and` more).
+const SLOT_LOW: u64 = 0xffff;
+const _: () = assert!((DEPTH_MASK | UNDERLYING | BIASED) == SLOT_LOW);
 
 /// Longest stamp interval that compares exactly (half the 16-bit range).
 const MAX_STAMP_UNITS: u64 = 1 << 14;
@@ -663,11 +668,17 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // gets one on the slow path (`my_slot`), which then retries this.
         // (Taking `reader_slot` here joined its hand-out path to this one,
         // and the compiler then checked the index against the table twice.)
-        let slot = table_of(s).slot(P::reader_slot_assigned()?)?;
-        if slot.word().load(Ordering::Relaxed) != 0 {
-            // Busy: a recursive read, or a read of another lock of the table.
+        let i = P::reader_slot_inline();
+        let table = table_of(s);
+        // SAFETY: `reader_slot_inline` returns at most `SLOTS` (`Platform`'s
+        // contract).
+        if unsafe { table.word_or_busy(i) }.load(Ordering::Relaxed) != 0 {
+            // Busy: a recursive read, a read of another lock of the table,
+            // or no slot (`i == SLOTS`: the table's never-free word).
             return None;
         }
+        // SAFETY: only a slot's word reads 0, so `i < SLOTS`.
+        let slot = unsafe { table.slot_unchecked(i) };
         let biased = if SYMMETRIC { 0 } else { BIASED };
         // Relaxed: the fence orders it; nothing is published through it.
         // (A SeqCst `swap` and load would do for the symmetric read in the
@@ -1615,7 +1626,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                     "read token names another lock's slot"
                 );
                 // Biased first, the common read of a read-mostly lock.
-                if cur & (DEPTH_MASK | UNDERLYING | BIASED) == ONE_DEPTH | BIASED {
+                if cur & SLOT_LOW == ONE_DEPTH | BIASED {
                     release_slot::<P>(slot, true);
                     return;
                 }

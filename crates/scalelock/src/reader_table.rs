@@ -10,16 +10,23 @@
 //!
 //! # Slot word
 //! ```text
-//!  bit 63 ........ 24   23 .. 17    16        15          14 ........ 0
+//!  bit 63 ........ 24   23 .. 16    15        14          13 ........ 0
 //! +------------------+----------+--------+------------+-----------------+
-//! | lock id (40 bits)| (unused) | BIASED | UNDERLYING | depth (15 bits) |
+//! | lock id (40 bits)| (unused) | BIASED | UNDERLYING | depth (14 bits) |
 //! +------------------+----------+--------+------------+-----------------+
 //! ```
 //! `BIASED`: the fast read was taken in the biased mode (its unlock may use
 //! the unchecked light fence); `UNDERLYING`: the context holds the lock's
-//! underlying read lock (a slow read, recorded).
+//! underlying read lock (a slow read, recorded). The flags and the depth
+//! fill the low 16 bits, so the unlock of a biased read tells it by one
+//! compare of them.
 //! `0` means free. Only the owning context writes its slot (plain stores, no
 //! read-modify-write); writers of the lock only read it.
+//!
+//! The inline read finds its slot with no bounds test: a context without
+//! an index reads "slot `SLOTS`", which is the table's `busy` word, right
+//! after the last slot and never 0, so the read's "is my slot free" test
+//! also sends it to the path that hands out indices.
 //!
 //! # Size
 //! `size_of::<ReaderTable>()` is `SLOTS * 128 + 128` bytes = 8,320 bytes for
@@ -73,6 +80,10 @@ const _: () = assert!(SLOTS <= 64, "a set of slot indices in one u64");
 
 /// Registered tables: index 0 (the default table) plus 63 user tables.
 pub(crate) const MAX_TABLES: usize = 64;
+
+/// The value of a table's `busy` word: any nonzero value (a slot word of 0
+/// is a free slot).
+const BUSY: u64 = u64::MAX;
 
 /// The bias inhibition multiplier of [`ReaderTable::new`] (BRAVO's N):
 /// after a revocation, readers stay on the underlying lock for 9 times as
@@ -230,6 +241,14 @@ impl Slot {
 #[repr(C)]
 pub struct ReaderTable {
     slots: [Slot; SLOTS],
+    /// Never 0, never written, and right after the last slot, where a slot
+    /// `SLOTS` would start its word: a read whose context has no slot
+    /// index ([`Platform::reader_slot_inline`] gives `SLOTS`) finds "slot
+    /// `SLOTS`" busy, so the inline read needs no test of its own for that
+    /// case ([`ReaderTable::word_or_busy`]).
+    ///
+    /// [`Platform::reader_slot_inline`]: crate::platform::Platform::reader_slot_inline
+    busy: AtomicU64,
     /// Registry index; 0 = the default table, or a user table not yet
     /// registered.
     index: AtomicU8,
@@ -269,6 +288,16 @@ pub struct ReaderTable {
     /// Tests: every asymmetric revocation switches to the symmetric mode.
     force_symmetric: AtomicU8,
 }
+
+// The layout `word_or_busy` relies on: slot `i`'s word at `i` slots from
+// the table's start, and `busy` where slot `SLOTS`'s word would be.
+const _: () = {
+    use core::mem::offset_of;
+    assert!(offset_of!(ReaderTable, slots) == 0);
+    assert!(offset_of!(ReaderTable, busy) == SLOTS * size_of::<Slot>());
+    assert!(offset_of!(Slot, owner) == 0);
+    assert!(offset_of!(OwnerLine, word) == 0);
+};
 
 /// Stores cost `ns` (ns, saturated to `u32`) as the last one in `last`;
 /// returns the previous cost (0: none) and the cheaper of the two (the new
@@ -328,6 +357,7 @@ impl ReaderTable {
     pub const fn with_inhibition(multiplier: u8) -> Self {
         Self {
             slots: [const { Slot::new() }; SLOTS],
+            busy: AtomicU64::new(BUSY),
             index: AtomicU8::new(0),
             inhibit: multiplier,
             multiplier: AtomicU16::new(clamp_multiplier(multiplier)),
@@ -355,6 +385,7 @@ impl ReaderTable {
     pub fn with_inhibition(multiplier: u8) -> Self {
         Self {
             slots: core::array::from_fn(|_| Slot::new()),
+            busy: AtomicU64::new(BUSY),
             index: AtomicU8::new(0),
             inhibit: multiplier,
             multiplier: AtomicU16::new(clamp_multiplier(multiplier)),
@@ -580,6 +611,40 @@ impl ReaderTable {
     #[inline]
     pub(crate) fn slot(&self, i: usize) -> Option<&Slot> {
         self.slots.get(i)
+    }
+
+    /// The word of slot `i`, or for `i == SLOTS` the `busy` word (never 0):
+    /// the inline read's one test for "the slot is free" also says "the
+    /// context has a slot".
+    ///
+    /// # Safety
+    /// `i <= SLOTS`.
+    #[inline(always)]
+    pub(crate) unsafe fn word_or_busy(&self, i: usize) -> &AtomicU64 {
+        debug_assert!(i <= SLOTS);
+        // SAFETY: the pointer comes from `self`, so it may reach any byte of
+        // the table. `#[repr(C)]` puts `slots` at offset 0 and `busy` right
+        // after it, and a slot starts with its word (both asserted below):
+        // for `i < SLOTS` the address is slot `i`'s word, for `i == SLOTS`
+        // (the caller's bound) it is `busy`; an `AtomicU64` either way,
+        // inside the table, which lives as long as `&self`.
+        unsafe {
+            &*(self as *const Self)
+                .cast::<u8>()
+                .add(i * size_of::<Slot>())
+                .cast::<AtomicU64>()
+        }
+    }
+
+    /// Slot `i`, unchecked.
+    ///
+    /// # Safety
+    /// `i < SLOTS`.
+    #[inline(always)]
+    pub(crate) unsafe fn slot_unchecked(&self, i: usize) -> &Slot {
+        debug_assert!(i < SLOTS);
+        // SAFETY: in bounds (the caller's contract).
+        unsafe { self.slots.get_unchecked(i) }
     }
 
     /// This table's registry index, registering it on first use.
@@ -863,6 +928,8 @@ pub(crate) mod thread_slot {
     std::thread_local! {
         /// `UNSET`, `DEAD`, or the thread's index + 1.
         static INDEX: Cell<u32> = const { Cell::new(UNSET) };
+        /// The thread's index, or `SLOTS` while it has none (`inline`).
+        static INLINE: Cell<usize> = const { Cell::new(SLOTS) };
         /// Gives the index back when the thread exits.
         static OWNER: Owner = const { Owner };
     }
@@ -872,6 +939,7 @@ pub(crate) mod thread_slot {
     impl Drop for Owner {
         fn drop(&mut self) {
             let v = INDEX.with(|c| c.replace(DEAD));
+            INLINE.with(|c| c.set(SLOTS));
             if v == UNSET || v == DEAD {
                 return;
             }
@@ -896,6 +964,13 @@ pub(crate) mod thread_slot {
     #[inline]
     pub(crate) fn assigned() -> Option<usize> {
         index_in(INDEX.with(Cell::get))
+    }
+
+    /// `assigned` as one thread-local load: the index, or `SLOTS` for
+    /// none (see `Platform::reader_slot_inline`).
+    #[inline(always)]
+    pub(crate) fn inline() -> usize {
+        INLINE.with(Cell::get)
     }
 
     /// The slot index an `INDEX` value holds (`None` for `UNSET`, `DEAD`).
@@ -956,6 +1031,7 @@ pub(crate) mod thread_slot {
                     // reader's fence; a writer reads `BOUND` after its fence.
                     BOUND.fetch_max(i + 1, Ordering::Relaxed);
                     INDEX.with(|c| c.set(i as u32 + 1));
+                    INLINE.with(|c| c.set(i));
                     return Some(i);
                 }
                 Err(now) => used = now,

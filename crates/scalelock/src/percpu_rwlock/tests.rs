@@ -200,6 +200,33 @@ fn size() {
     assert_eq!(core::mem::size_of::<ReaderTable>(), 64 * 128 + 128);
 }
 
+/// The inline read's slot lookup: "slot" `SLOTS` is the table's never-free
+/// word, every other index names its slot's word, and a thread's inline
+/// index is `SLOTS` until it gets a slot, then its slot. (Threads past the
+/// slots read through the underlying lock: `tests/percpu_stress.rs`.)
+#[test]
+fn inline_slot_lookup() {
+    let table = ReaderTable::new();
+    for i in 0..crate::reader_table::SLOTS {
+        // SAFETY: `i < SLOTS`.
+        let w = unsafe { table.word_or_busy(i) };
+        assert!(core::ptr::eq(w, table.slot(i).unwrap().word()));
+        assert_eq!(w.load(O::Relaxed), 0);
+    }
+    // SAFETY: `SLOTS` is the bound.
+    let busy = unsafe { table.word_or_busy(crate::reader_table::SLOTS) };
+    assert_ne!(busy.load(O::Relaxed), 0, "no slot must read as busy");
+    thread::spawn(|| {
+        assert_eq!(thread_slot::inline(), crate::reader_table::SLOTS);
+        assert_eq!(thread_slot::assigned(), None);
+        let i = thread_slot::current().expect("a slot is free");
+        assert_eq!(thread_slot::inline(), i);
+        assert_eq!(StdP::reader_slot_inline(), i);
+    })
+    .join()
+    .unwrap();
+}
+
 #[test]
 fn read_write_basics() {
     let lock = Lock::new(5u32);

@@ -36,6 +36,7 @@
 use core::time::Duration;
 
 use crate::qnode::{NodeIndex, QNode};
+use crate::reader_table::SLOTS;
 use crate::sync::atomic::AtomicU32;
 
 mod spin;
@@ -117,10 +118,13 @@ impl LocalState {
 ///   for the indices `queue_node` hands out.
 /// - `reader_slot` never returns an index that another context may write a
 ///   reader slot with at the same time (a context keeps its index while any
-///   of its read guards lives), and `reader_slot_bound` is at least one past
-///   every index returned by a `reader_slot` call that precedes the caller's
-///   preceding `heavy_fence`/`fence(SeqCst)`; `reader_slots_in_use` visits
-///   each such index that a context may still have a read recorded in.
+///   of its read guards lives); `reader_slot_inline` returns at most
+///   `reader_table::SLOTS`, and a smaller value only if it is the index
+///   `reader_slot` handed the calling context; and `reader_slot_bound` is
+///   at least one past every index returned by a `reader_slot` call that
+///   precedes the caller's preceding `heavy_fence`/`fence(SeqCst)`;
+///   `reader_slots_in_use` visits each such index that a context may still
+///   have a read recorded in.
 pub unsafe trait Platform: 'static {
     /// One iteration of a busy-wait loop (`pause` on x86).
     fn relax();
@@ -214,6 +218,17 @@ pub unsafe trait Platform: 'static {
     #[inline]
     fn reader_slot_assigned() -> Option<usize> {
         Self::reader_slot()
+    }
+    /// [`reader_slot_assigned`](Platform::reader_slot_assigned) for a
+    /// per-CPU rwlock's inline read, as a plain number: the index, or
+    /// [`SLOTS`](crate::reader_table::SLOTS) for none. Never above `SLOTS`
+    /// (the read looks at "slot" `SLOTS`, a table's never-free word, with
+    /// no bounds check). The default derives it from
+    /// `reader_slot_assigned`; a platform that keeps the index where one
+    /// load fetches it can return that load (std: a thread-local).
+    #[inline]
+    fn reader_slot_inline() -> usize {
+        Self::reader_slot_assigned().map_or(SLOTS, |i| i.min(SLOTS))
     }
     /// One past every index `reader_slot` has returned so far, in any
     /// context.

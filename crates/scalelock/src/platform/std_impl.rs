@@ -168,6 +168,11 @@ unsafe impl Platform for StdPlatform {
     }
 
     #[inline]
+    fn reader_slot_inline() -> usize {
+        crate::reader_table::thread_slot::inline()
+    }
+
+    #[inline]
     fn reader_slot_bound() -> usize {
         crate::reader_table::thread_slot::bound()
     }
