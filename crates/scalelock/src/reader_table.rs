@@ -624,7 +624,8 @@ impl ReaderTable {
         debug_assert!(i <= SLOTS);
         // SAFETY: the pointer comes from `self`, so it may reach any byte of
         // the table. `#[repr(C)]` puts `slots` at offset 0 and `busy` right
-        // after it, and a slot starts with its word (both asserted below):
+        // after it, and a slot starts with its word (asserted after the
+        // struct):
         // for `i < SLOTS` the address is slot `i`'s word, for `i == SLOTS`
         // (the caller's bound) it is `busy`; an `AtomicU64` either way,
         // inside the table, which lives as long as `&self`.
