@@ -929,8 +929,6 @@ pub(crate) mod thread_slot {
     std::thread_local! {
         /// `UNSET`, `DEAD`, or the thread's index + 1.
         static INDEX: Cell<u32> = const { Cell::new(UNSET) };
-        /// The thread's index, or `SLOTS` while it has none (`inline`).
-        static INLINE: Cell<usize> = const { Cell::new(SLOTS) };
         /// Gives the index back when the thread exits.
         static OWNER: Owner = const { Owner };
     }
@@ -940,7 +938,9 @@ pub(crate) mod thread_slot {
     impl Drop for Owner {
         fn drop(&mut self) {
             let v = INDEX.with(|c| c.replace(DEAD));
-            INLINE.with(|c| c.set(SLOTS));
+            // No slot for the inline read from here on (later
+            // thread-local destructors may still read).
+            set_inline(SLOTS);
             if v == UNSET || v == DEAD {
                 return;
             }
@@ -967,11 +967,17 @@ pub(crate) mod thread_slot {
         index_in(INDEX.with(Cell::get))
     }
 
-    /// `assigned` as one thread-local load: the index, or `SLOTS` for
-    /// none (see `Platform::reader_slot_inline`).
-    #[inline(always)]
-    pub(crate) fn inline() -> usize {
-        INLINE.with(Cell::get)
+    /// Sets what the std platform's `reader_slot_inline` returns: the
+    /// thread's index, or `SLOTS` for none. It lives in the platform's
+    /// thread-local `LocalState`, next to the inhibited read's count: the
+    /// read's loop then reaches both from one thread-local base (a
+    /// thread-local of its own here cost a 2-thread, 50%-reads loop 0.83x
+    /// of its throughput, the compiler having run out of registers for
+    /// the second base).
+    fn set_inline(i: usize) {
+        let _ = <crate::platform::StdPlatform as crate::platform::Platform>::with_local(|l| {
+            l.slot_inline.set(i)
+        });
     }
 
     /// The slot index an `INDEX` value holds (`None` for `UNSET`, `DEAD`).
@@ -1032,7 +1038,7 @@ pub(crate) mod thread_slot {
                     // reader's fence; a writer reads `BOUND` after its fence.
                     BOUND.fetch_max(i + 1, Ordering::Relaxed);
                     INDEX.with(|c| c.set(i as u32 + 1));
-                    INLINE.with(|c| c.set(i));
+                    set_inline(i);
                     return Some(i);
                 }
                 Err(now) => used = now,

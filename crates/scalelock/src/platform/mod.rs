@@ -77,9 +77,9 @@ pub type DefaultPlatform = LoomPlatform;
 #[cfg(shuttle)]
 pub type DefaultPlatform = ShuttlePlatform;
 
-/// Per-context scratch state that the waiting layer keeps; a platform stores
-/// one per waiting context and hands it out with [`Platform::with_local`].
-/// Its contents are private to the crate.
+/// Per-context scratch state that the waiting layer and the per-CPU rwlock
+/// keep; a platform stores one per waiting context and hands it out with
+/// [`Platform::with_local`]. Its contents are private to the crate.
 #[derive(Debug, Default)]
 pub struct LocalState {
     pub(crate) handed_off: crate::wait::batch::HandedOff,
@@ -87,6 +87,10 @@ pub struct LocalState {
     pub(crate) holder_stretch: crate::wait::batch::HolderStretch,
     pub(crate) held_reads: crate::reader_table::HeldReads,
     pub(crate) counted_reads: crate::reader_table::CountedReads,
+    /// The context's reader slot index as the std platform's
+    /// [`Platform::reader_slot_inline`] returns it (`SLOTS`: none); other
+    /// platforms may leave it unused.
+    pub(crate) slot_inline: core::cell::Cell<usize>,
 }
 
 impl LocalState {
@@ -98,6 +102,7 @@ impl LocalState {
             holder_stretch: crate::wait::batch::HolderStretch::new(),
             held_reads: crate::reader_table::HeldReads::new(),
             counted_reads: crate::reader_table::CountedReads::new(),
+            slot_inline: core::cell::Cell::new(SLOTS),
         }
     }
 }

@@ -169,7 +169,10 @@ unsafe impl Platform for StdPlatform {
 
     #[inline]
     fn reader_slot_inline() -> usize {
-        crate::reader_table::thread_slot::inline()
+        // Set by `reader_table::thread_slot` as it hands out and takes back
+        // the index. `with`, not `try_with`: `LOCAL` has no destructor, so
+        // it is there for the thread's whole life.
+        LOCAL.with(|l| l.slot_inline.get())
     }
 
     #[inline]
