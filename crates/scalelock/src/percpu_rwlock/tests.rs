@@ -216,6 +216,11 @@ fn inline_slot_lookup() {
     // SAFETY: `SLOTS` is the bound.
     let busy = unsafe { table.word_or_busy(crate::reader_table::SLOTS) };
     assert_ne!(busy.load(O::Relaxed), 0, "no slot must read as busy");
+    assert_eq!(
+        crate::platform::LocalState::default().slot_inline.get(),
+        crate::reader_table::SLOTS,
+        "a fresh context owns no slot"
+    );
     thread::spawn(|| {
         assert_eq!(StdP::reader_slot_inline(), crate::reader_table::SLOTS);
         assert_eq!(thread_slot::assigned(), None);

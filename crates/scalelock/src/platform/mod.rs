@@ -80,7 +80,7 @@ pub type DefaultPlatform = ShuttlePlatform;
 /// Per-context scratch state that the waiting layer and the per-CPU rwlock
 /// keep; a platform stores one per waiting context and hands it out with
 /// [`Platform::with_local`]. Its contents are private to the crate.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LocalState {
     pub(crate) handed_off: crate::wait::batch::HandedOff,
     pub(crate) claimed_turn: crate::wait::batch::ClaimedTurn,
@@ -104,6 +104,14 @@ impl LocalState {
             counted_reads: crate::reader_table::CountedReads::new(),
             slot_inline: core::cell::Cell::new(SLOTS),
         }
+    }
+}
+
+/// The same as [`LocalState::new`] (a derived `Default` would start
+/// `slot_inline` at index 0, a slot the context does not own).
+impl Default for LocalState {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
