@@ -317,10 +317,19 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     /// `try_read` without statistics.
     #[inline]
     fn try_read_quiet(&self) -> Option<T> {
+        self.try_read_unless(|s1| s1 & 1 != 0)
+    }
+
+    /// One read attempt that gives up (`None`) if `odd` says so of the
+    /// sequence it starts from, or if a write overlapped its copy. `odd`
+    /// is the low bit's test, or (`read`) that test with the hooks' switch
+    /// folded in.
+    #[inline(always)]
+    fn try_read_unless(&self, odd: impl FnOnce(usize) -> bool) -> Option<T> {
         // Acquire pairs with the Release store that ended the last write: its
         // data (and all earlier) happens before our copy.
         let s1 = self.seq.load(Ordering::Acquire);
-        if s1 & 1 != 0 {
+        if odd(s1) {
             return None;
         }
         let copy = self.cells.load();
@@ -341,20 +350,10 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
         // a switched-off read runs the instructions it has without the
         // hooks, and any other goes to `read_other`.
         if hook::SEQ_BASE != 0 {
-            // Acquire as in `try_read_quiet`.
-            let s1 = self.seq.load(Ordering::Acquire);
-            if hook::odd_or_maybe_active(s1) {
-                return self.read_other();
-            }
-            let copy = self.cells.load();
-            // As in `try_read_quiet`.
-            fence(Ordering::Acquire);
-            let s2 = self.seq.load(Ordering::Relaxed);
-            if s1 == s2 {
-                // SAFETY: validated, as in `try_read_quiet`.
-                return unsafe { copy.assume_init() };
-            }
-            return self.read_other();
+            return match self.try_read_unless(hook::odd_or_maybe_active) {
+                Some(v) => v,
+                None => self.read_other(),
+            };
         }
         // Elsewhere, with the hooks compiled in, one test of their
         // run-time switch (a Relaxed load; see `hook::any_active`) decides
