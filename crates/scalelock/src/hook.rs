@@ -164,31 +164,39 @@ pub fn any_active() -> bool {
     }
 }
 
-/// Whether `word`'s low bit is set or the hooks may be on, for a fast path
-/// that tests that bit anyway (a seqlock's sequence): with the switch
-/// patched into the code, both in one `test` instruction, the one the
-/// path had without the hooks, so that a switched-off read costs nothing
-/// more ([`patched_switch::odd_or_may_be_on`]; `word` must have
-/// [`SEQ_BASE`]'s bit set). Elsewhere the low bit, then [`any_active`].
-/// `true` sends the caller to a second look: [`any_active`], then the bit.
+/// Whether `word & LOW` is not 0 or the hooks may be on, for a fast path
+/// that tests those bits anyway (a seqlock's odd sequence, a
+/// PerCpuRwLock's mode): with the switch patched into the code, both in
+/// one `test` instruction, the one the path had without the hooks, so
+/// that a switched-off acquisition costs nothing more
+/// ([`patched_switch::masked_or_may_be_on`]; `word` must have
+/// [`SEQ_BASE`]'s bit set whenever the caller's path must not run with
+/// the hooks on). Elsewhere the low bits, then [`any_active`]. `true`
+/// sends the caller to a second look: [`any_active`], then the bits.
 #[inline(always)]
-pub(crate) fn odd_or_maybe_active(word: usize) -> bool {
+pub(crate) fn masked_or_maybe_active<const LOW: u8>(word: usize) -> bool {
     #[cfg(patched_switch)]
     {
-        patched_switch::odd_or_may_be_on(word)
+        patched_switch::masked_or_may_be_on::<LOW>(word)
     }
     #[cfg(not(patched_switch))]
     {
-        word & 1 != 0 || any_active()
+        word & LOW as usize != 0 || any_active()
     }
 }
 
-/// The bit a word tested by [`odd_or_maybe_active`] keeps set for good
-/// (0 where the switch is not patched into the code).
+/// [`masked_or_maybe_active`] of the low bit: a seqlock's odd sequence.
+#[inline(always)]
+pub(crate) fn odd_or_maybe_active(word: usize) -> bool {
+    masked_or_maybe_active::<1>(word)
+}
+
+/// The bit a word tested by [`masked_or_maybe_active`] keeps set (0 where
+/// the switch is not patched into the code).
 #[cfg(patched_switch)]
 pub(crate) const SEQ_BASE: usize = patched_switch::MASK_SITE_BIT;
-/// The bit a word tested by [`odd_or_maybe_active`] keeps set for good
-/// (0 where the switch is not patched into the code).
+/// The bit a word tested by [`masked_or_maybe_active`] keeps set (0 where
+/// the switch is not patched into the code).
 #[cfg(not(patched_switch))]
 pub(crate) const SEQ_BASE: usize = 0;
 

@@ -23,13 +23,16 @@
 //! such load that finds the switch off ([`settle`]) and every switch
 //! change afterwards rewrite all sites to match the switch.
 //!
-//! A second kind of site serves a fast path that already tests a word's
-//! low bit (the seqlock read's odd sequence): [`odd_or_may_be_on`] is
-//! that test, `testq $imm32, %reg` and a jump, with the switch folded into
-//! the mask (the immediate's high byte: 0x80 = may be on, 0 = off; the
-//! word keeps its top bit set, so 0x80 sends every word to the caller's
-//! second look), in the `scalelock_mask_sites` section. There the jump
-//! replaces the one the path has anyway, so it costs no instruction.
+//! A second kind of site serves a fast path that already tests some of a
+//! word's low bits: the seqlock read's odd sequence, the PerCpuRwLock
+//! read's mode (`FAST` and `SYM`, tested on the state with `FAST`
+//! flipped). [`masked_or_may_be_on`] is that test, `testq $imm32, %reg`
+//! and a jump, with the switch folded into the mask (the immediate's high
+//! byte: 0x80 = may be on, 0 = off; the word has its top bit set whenever
+//! the caller's path must not run with the hooks on, so 0x80 sends it to
+//! the caller's second look), in the `scalelock_mask_sites` section. There
+//! the jump replaces the one the path has anyway, so it costs no
+//! instruction.
 //!
 //! # Patching code other threads run
 //! The rewrite is one byte store, atomic on x86 at any address, so a CPU
@@ -119,33 +122,35 @@ pub(crate) fn may_be_on() -> bool {
     may != 0
 }
 
-/// Whether `word` is odd, or the switch may be on: one `test` of `word`
-/// against a mask patched into it, for a lock whose fast path already
-/// tests a word's low bit (a seqlock's sequence), so that the hooks' test
-/// costs it no instruction at all. `word` must have its top bit set for
-/// good (the lock keeps it so): the site is assembled as `testq
-/// $0x80000001, %r64`, whose immediate, sign-extended, tests bits 0 and
-/// 31-63, so a top bit set makes the test true whatever the low bit
-/// says; patched for "off", the immediate's high byte is 0 and the mask
-/// is 1, the plain odd test. A `true` tells the caller to look again:
+/// Whether `word & LOW` is not 0, or the switch may be on: one `test` of
+/// `word` against a mask patched into it, for a fast path that tests
+/// those bits anyway (a seqlock's odd sequence, a PerCpuRwLock's mode),
+/// so that the hooks' test costs it no instruction at all. The site is
+/// assembled as `testq $(0x80000000 | LOW), %r64`, whose immediate,
+/// sign-extended, tests `LOW` and bits 31-63, so a word with its top bit
+/// set ([`MASK_SITE_BIT`]) makes the test true whatever its low bits say;
+/// patched for "off", the immediate's high byte is 0 and the mask is
+/// `LOW`, the plain test. A `true` tells the caller to look again:
 /// [`super::any_active`] (which loads the switch where the sites are
-/// unpatched), then the low bit.
+/// unpatched), then the low bits. `LOW` is one of [`MASK_SITE_LOWS`].
 #[inline(always)]
-pub(crate) fn odd_or_may_be_on(word: usize) -> bool {
+pub(crate) fn masked_or_may_be_on<const LOW: u8>(word: usize) -> bool {
+    const { assert!(MASK_SITE_LOWS[0] == LOW || MASK_SITE_LOWS[1] == LOW) };
     // SAFETY: a test of a register and a branch to the label; the section
     // entry is data no code runs. The label block only returns.
     unsafe {
         asm!(
             // `testq $imm32, %r64` (REX.W a9 for %rax, else REX.W f7 /0):
             // the immediate is the instruction's last 4 bytes, its high
-            // byte the last. -0x7fffffff: the immediate 0x80000001, which
-            // the assembler takes only as the signed value it extends to.
-            "testq $-0x7fffffff, {word}",
+            // byte the last. Written as the signed value the immediate
+            // extends to, the only form the assembler takes.
+            "testq ${imm}, {word}",
             "2:",
             // The immediate's high byte.
             site_entry!(mask_sites!(), "1"),
             "jnz {look_again}",
             word = in(reg) word,
+            imm = const (0x8000_0000u32 | LOW as u32) as i32,
             flag = sym active::ACTIVE,
             look_again = label { return true; },
             options(att_syntax, nomem, nostack),
@@ -154,11 +159,15 @@ pub(crate) fn odd_or_may_be_on(word: usize) -> bool {
     false
 }
 
-/// The top bit [`odd_or_may_be_on`] needs set in its word.
+/// The low bits a [`masked_or_may_be_on`] site may test: the seqlock's odd
+/// bit, and the PerCpuRwLock state's `FAST | SYM`.
+pub(crate) const MASK_SITE_LOWS: [u8; 2] = [1, 3];
+
+/// The top bit [`masked_or_may_be_on`] needs set in its word.
 pub(crate) const MASK_SITE_BIT: usize = 1 << (usize::BITS - 1);
 
 /// One entry of a site section, as [`may_be_on`] and
-/// [`odd_or_may_be_on`] write them.
+/// [`masked_or_may_be_on`] write them.
 #[repr(C)]
 struct Site {
     imm: i32,
@@ -178,7 +187,7 @@ enum Kind {
     /// [`may_be_on`]'s `movl $imm32, %r32`; the byte patched is the
     /// immediate's low one: 1 = may be on, 0 = off.
     Mov,
-    /// [`odd_or_may_be_on`]'s `testq $imm32, %r64`; the byte patched is
+    /// [`masked_or_may_be_on`]'s `testq $imm32, %r64`; the byte patched is
     /// the immediate's high one: 0x80 = may be on, 0 = off.
     Mask,
 }
@@ -363,14 +372,16 @@ fn is_mov_site(code: [u8; 5]) -> bool {
 }
 
 /// Whether `code` (the 2 bytes before the immediate, and the 4 immediate
-/// bytes) is the `testq $0x80000001, %r64` or `testq $1, %r64` a
-/// [`Kind::Mask`] site is assembled as: `REX.W a9 imm32` (for `%rax`) or
-/// `REX.W f7 /0 imm32` with a register operand (ModRM `11 000 rrr`). The
-/// REX prefix, where a debugger's breakpoint would go, is not checked.
+/// bytes) is the `testq $(0x80000000 | LOW), %r64` or `testq $LOW, %r64`
+/// a [`Kind::Mask`] site is assembled as, `LOW` one of
+/// [`MASK_SITE_LOWS`]: `REX.W a9 imm32` (for `%rax`) or `REX.W f7 /0
+/// imm32` with a register operand (ModRM `11 000 rrr`). The REX prefix,
+/// where a debugger's breakpoint would go, is not checked.
 fn is_mask_site(code: [u8; 6]) -> bool {
     let [b0, b1, imm @ ..] = code;
     (b1 == 0xa9 || (b0 == 0xf7 && b1 & 0xf8 == 0xc0))
-        && imm[..3] == [1, 0, 0]
+        && MASK_SITE_LOWS.contains(&imm[0])
+        && imm[1..3] == [0, 0]
         && (imm[3] == 0 || imm[3] == 0x80)
 }
 
@@ -502,7 +513,10 @@ mod tests {
         assert!(is_mask_site([0xf7, 0xc7, 1, 0, 0, 0])); // testq $1, %rdi (or %r15)
         assert!(!is_mask_site([0xf7, 0x41, 1, 0, 0, 0x80])); // a memory operand
         assert!(!is_mask_site([0xf7, 0xc8, 1, 0, 0, 0x80])); // f7 /1
-        assert!(!is_mask_site([0x48, 0xa9, 3, 0, 0, 0x80]));
+        assert!(is_mask_site([0x48, 0xa9, 3, 0, 0, 0x80])); // testq $0x80000003, %rax
+        assert!(is_mask_site([0xf7, 0xc3, 3, 0, 0, 0])); // testq $3, %rbx (or %r11)
+        assert!(!is_mask_site([0x48, 0xa9, 2, 0, 0, 0x80]));
+        assert!(!is_mask_site([0x48, 0xa9, 1, 1, 0, 0x80]));
         assert!(!is_mask_site([0x48, 0xa9, 1, 0, 0, 0x81]));
         assert!(!is_mask_site([0x48, 0xa8, 1, 0, 0, 0x80])); // testb $imm8, %al
     }
@@ -518,7 +532,7 @@ mod tests {
     #[test]
     fn every_site_of_this_binary_holds_its_instruction_and_the_switch_s_value() {
         // The test binary's own sites (its locks inline `any_active`, and
-        // the seqlock read `odd_or_may_be_on`).
+        // the seqlock and PerCpuRwLock reads `masked_or_may_be_on`).
         let on = any_active_somewhere();
         // Under the patching lock: no other test rewrites sites meanwhile.
         let _patching = PATCH.lock().unwrap_or_else(|e| e.into_inner());
@@ -554,7 +568,8 @@ mod tests {
             }
             // A mask site then sends every word to the caller's second
             // look.
-            assert!(odd_or_may_be_on_somewhere(MASK_SITE_BIT));
+            assert!(masked_somewhere::<1>(MASK_SITE_BIT));
+            assert!(masked_somewhere::<3>(MASK_SITE_BIT));
             *now = 1;
         }
         // And back to what the switch says.
@@ -562,20 +577,26 @@ mod tests {
     }
 
     #[test]
-    fn a_mask_site_patched_off_tests_the_low_bit_alone() {
+    fn a_mask_site_patched_off_tests_its_low_bits_alone() {
         any_active_somewhere();
         // Under the patching lock: what the sites say stays as `now` says.
         let now = PATCH.lock().unwrap_or_else(|e| e.into_inner());
         if !patched() || *now == 1 {
             // The hooks are on (lockdep starts on), or patching is refused
             // here: the site says "may be on", every word looks again.
-            assert!(odd_or_may_be_on_somewhere(MASK_SITE_BIT));
+            assert!(masked_somewhere::<1>(MASK_SITE_BIT));
+            assert!(masked_somewhere::<3>(MASK_SITE_BIT));
             return;
         }
-        assert!(!odd_or_may_be_on_somewhere(MASK_SITE_BIT));
-        assert!(!odd_or_may_be_on_somewhere(MASK_SITE_BIT | 6));
-        assert!(odd_or_may_be_on_somewhere(MASK_SITE_BIT | 1));
-        assert!(odd_or_may_be_on_somewhere(1));
+        assert!(!masked_somewhere::<1>(MASK_SITE_BIT));
+        assert!(!masked_somewhere::<1>(MASK_SITE_BIT | 6));
+        assert!(masked_somewhere::<1>(MASK_SITE_BIT | 1));
+        assert!(masked_somewhere::<1>(1));
+        // The two-bit mask (a PerCpuRwLock's mode): bits 0 and 1 only.
+        assert!(!masked_somewhere::<3>(MASK_SITE_BIT | 4));
+        assert!(masked_somewhere::<3>(MASK_SITE_BIT | 2));
+        assert!(masked_somewhere::<3>(MASK_SITE_BIT | 1));
+        assert!(!masked_somewhere::<3>(4));
     }
 
     #[inline(never)]
@@ -584,7 +605,7 @@ mod tests {
     }
 
     #[inline(never)]
-    fn odd_or_may_be_on_somewhere(word: usize) -> bool {
-        odd_or_may_be_on(core::hint::black_box(word))
+    fn masked_somewhere<const LOW: u8>(word: usize) -> bool {
+        masked_or_may_be_on::<LOW>(core::hint::black_box(word))
     }
 }
