@@ -127,9 +127,11 @@
 //! # Layout (16 bytes + the shared table)
 //! ```text
 //! inner: RawQRwLock<P>   8 bytes: count word + queue lock
-//! state: AtomicU64       bit 63..24 id | 23..8 stamp | 7..2 table | 1 SYM | 0 FAST
+//! state: AtomicU64       bit 63 MARK | 62..24 id | 23..8 stamp | 7..2 table | 1 SYM | 0 FAST
 //! ```
-//! - `id` (40 bits): unique per lock (wrapping after 2^40 locks, never 0),
+//! - `MARK`: always set, so that a test of the mode's two bits can carry
+//!   the hooks' run-time switch in its mask's top bits (`lock_shared`).
+//! - `id` (39 bits): unique per lock (wrapping after 2^39 locks, never 0),
 //!   assigned on first use (0 = none yet; `INIT` must be a constant). Slots
 //!   name locks by id, never by address, so a lock dropped while a
 //!   forgotten guard still names it in a slot cannot make a new lock at
@@ -163,6 +165,12 @@
 //!    `FAST`, and only a revocation clears it, after `ensure_id` (no write
 //!    of the state drops the id). So an inhibited state is one test,
 //!    `FAST` clear, on the inline read and write paths.
+//! 5. `FAST` without `SYM` (biased) implies the lock has its id: a lock
+//!    built without one starts symmetric (`NO_ID_YET`), and `assign_id`
+//!    sets the id and the mode in one write. So the biased read, the
+//!    commonest, tests the mode alone; the symmetric read also tests for
+//!    the id (an id-less lock's reads take the slow path, which assigns
+//!    it).
 //!
 //! # Why it is correct
 //! A fast reader does `store slot; fence; load state`, a revoking writer
@@ -186,7 +194,8 @@
 //!   read lock, so after the last writer's release of it). Either way the
 //!   reader happens after the last writer, with no release sequence
 //!   needed (the state's Relaxed writes either clear `FAST`, which sends
-//!   the reader away, or give an `INIT` lock its id before any writer).
+//!   the reader away, or give an `INIT` lock its id and mode before any
+//!   writer).
 //! - Fast unlock: Release store of 0 (pairs with the writer's Acquire scan),
 //!   light fence, Relaxed load of the slot's waiter count (pairs with the
 //!   writer's heavy fence before it parks: either the reader sees the waiter
@@ -273,8 +282,25 @@ const STAMP_MASK: u64 = 0xffff << STAMP_SHIFT;
 const UNIT_SHIFT: u32 = 6;
 /// Shift of the lock id, in both the state word and slot words.
 pub(crate) const ID_SHIFT: u32 = 24;
-/// The lock id bits.
-pub(crate) const ID_MASK: u64 = !((1 << ID_SHIFT) - 1);
+/// The state's top bit, set for good: the read's mode test relies on it
+/// where the hooks' switch is folded into that test
+/// (`hook::masked_or_maybe_active`: while the hooks may be on, a word with
+/// its top bit set fails the test, so no read takes the unrecorded biased
+/// path then, whether the lock has an id yet or not).
+const MARK: u64 = 1 << 63;
+const _: () = assert!(hook::SEQ_BASE == 0 || hook::SEQ_BASE as u64 == MARK);
+/// The lock id bits (in slot words too, where the top bit is not used).
+pub(crate) const ID_MASK: u64 = !((1 << ID_SHIFT) - 1) & !MARK;
+/// The id as a slot read stores it in its slot word: with the state's
+/// `MARK`, which slot words ignore, so that the mask is one sign-extended
+/// 32-bit immediate on x86-64 (`ID_MASK` alone takes a 64-bit one).
+const SLOT_ID: u64 = MARK | ID_MASK;
+const _: () = assert!(SLOT_ID as i64 == -(1 << ID_SHIFT));
+/// The state of a lock that has no id yet (`INIT`, `new`, `with_class`):
+/// symmetric, so that the biased read, the commonest, need not test for
+/// the id (invariant 5); the symmetric read does. Its first slow path
+/// gives it an id and its real mode at once (`assign_id`).
+const NO_ID_YET: u64 = MARK | FAST | SYM;
 /// One more recursive read in a slot word.
 pub(crate) const ONE_DEPTH: u64 = 1;
 /// The read depth bits of a slot word.
@@ -442,7 +468,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     pub const fn new() -> Self {
         Self {
             inner: QRwCore::new(),
-            state: AtomicU64::new(FAST),
+            state: AtomicU64::new(NO_ID_YET),
             class: ClassRef::TYPE,
             _platform: PhantomData,
         }
@@ -453,7 +479,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     pub fn new() -> Self {
         Self {
             inner: QRwCore::new(),
-            state: AtomicU64::new(FAST),
+            state: AtomicU64::new(NO_ID_YET),
             class: ClassRef::TYPE,
             _platform: PhantomData,
         }
@@ -475,7 +501,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     pub const fn with_class(class: ClassRef) -> Self {
         Self {
             inner: QRwCore::new(),
-            state: AtomicU64::new(FAST),
+            state: AtomicU64::new(NO_ID_YET),
             class,
             _platform: PhantomData,
         }
@@ -492,7 +518,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let id = next_id();
         Self {
             inner: QRwCore::new(),
-            state: AtomicU64::new(id << ID_SHIFT | index << TABLE_SHIFT | bias::<P>()),
+            state: AtomicU64::new(MARK | id << ID_SHIFT | index << TABLE_SHIFT | bias::<P>()),
             class,
             _platform: PhantomData,
         }
@@ -661,7 +687,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// `try_read_slot` in a state `s` with `FAST` set, symmetric or not.
     #[inline(always)]
     fn try_read_slot_as<const SYMMETRIC: bool>(&self, s: u64) -> Option<&'static Slot> {
-        if s & ID_MASK == 0 {
+        // Biased implies an id (invariant 5); a symmetric lock may have
+        // none yet (`NO_ID_YET`).
+        debug_assert!(SYMMETRIC || s & ID_MASK != 0, "a biased lock without an id");
+        if SYMMETRIC && s & ID_MASK == 0 {
             return None;
         }
         // Only an index the thread already has: a thread's first read
@@ -685,7 +714,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // C++ model, but loom models SeqCst accesses as AcqRel and could not
         // check the pairing.)
         slot.word()
-            .store((s & ID_MASK) | biased | ONE_DEPTH, Ordering::Relaxed);
+            .store((s & SLOT_ID) | biased | ONE_DEPTH, Ordering::Relaxed);
         // What a slot read buys, for the writers' rules (counted before the
         // re-check: a read that steps aside bought little, but the count
         // stays off the path after the fence).
@@ -969,16 +998,20 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let mut s = self.state.load(Ordering::Relaxed);
         table_of(s).bind::<P>();
         let id = next_id();
-        // An `INIT` lock starts biased; where the fences are not asymmetric
-        // it starts symmetric instead (no reader uses a slot before the id
-        // is set).
-        let sym = if P::asymmetric_fences() { 0 } else { SYM };
+        // Without an id the state is `NO_ID_YET` (no write changes it
+        // before the id: writers assign it first, slow readers too); with
+        // the id, the lock's mode: biased, or symmetric where the fences
+        // are not asymmetric (invariant 5: both in one write; no reader
+        // used a slot before it).
+        debug_assert!(s & ID_MASK != 0 || s == NO_ID_YET, "{s:#x}");
         while s & ID_MASK == 0 {
             // Relaxed: the id publishes nothing; racing assigners agree on
-            // the first one in the word's modification order.
+            // the first one in the word's modification order. A reader
+            // that saw the biased mode it brings reads the slot (or the
+            // revoking writer's `FAST` clear) on its own Acquire re-load.
             match self.state.compare_exchange_weak(
                 s,
-                s | id << ID_SHIFT | if s & FAST != 0 { sym } else { 0 },
+                (s & !(FAST | SYM)) | id << ID_SHIFT | bias::<P>(),
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
@@ -1217,7 +1250,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// Acquire re-load of the state.
     #[inline]
     fn leave(&self, next: u64) {
-        const KEEP: u64 = ID_MASK | TABLE_MASK;
+        const KEEP: u64 = MARK | ID_MASK | TABLE_MASK;
         let s = self.state.load(Ordering::Relaxed);
         if s & !KEEP == next & !KEEP {
             // Nothing changes (an inhibited write): leave the line alone,
@@ -1317,7 +1350,7 @@ fn table_of(state: u64) -> &'static ReaderTable {
     table_at(((state & TABLE_MASK) >> TABLE_SHIFT) as usize)
 }
 
-/// A fresh lock id: 40 bits, wrapping, never 0.
+/// A fresh lock id: 39 bits, wrapping, never 0.
 fn next_id() -> u64 {
     loop {
         // Relaxed: only uniqueness matters.
@@ -1417,12 +1450,15 @@ impl<P: Platform> Default for RawPerCpuRwLock<P> {
 impl<P: Platform> core::fmt::Debug for RawPerCpuRwLock<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let s = self.state.load(Ordering::Relaxed);
+        // A lock without an id yet (`NO_ID_YET`) shows the mode its first
+        // use gives it.
+        let mode = if s & ID_MASK == 0 { bias::<P>() } else { s };
         f.debug_struct("RawPerCpuRwLock")
-            .field("id", &(s >> ID_SHIFT))
+            .field("id", &((s & ID_MASK) >> ID_SHIFT))
             .field("table", &((s & TABLE_MASK) >> TABLE_SHIFT))
             .field(
                 "mode",
-                &match (s & FAST != 0, s & SYM != 0) {
+                &match (mode & FAST != 0, mode & SYM != 0) {
                     (true, false) => "biased",
                     (true, true) => "symmetric",
                     (false, _) => "inhibited",
@@ -1457,13 +1493,22 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
 
     #[inline(always)]
     fn lock_shared(&self) -> PerCpuReadToken {
-        // With the hooks compiled in, one test of their run-time switch
+        // One test of the state's mode picks the biased read: `FAST`
+        // without `SYM`, tested as neither bit set once `FAST` is flipped.
+        // With the hooks compiled in, their run-time switch is folded into
+        // that test where it is patched into the code
+        // (`hook::masked_or_maybe_active`: while the hooks may be on, the
+        // state's `MARK` fails it), so that a switched-off biased read
+        // costs no instruction more than without the features; elsewhere
+        // the test is the mode's, then a Relaxed load of the switch.
+        let s = self.state.load(Ordering::Relaxed);
+        let biased = !hook::masked_or_maybe_active::<{ (FAST | SYM) as u8 }>((s ^ FAST) as usize);
+        // Otherwise, with the hooks compiled in, one test of the switch
         // (a constant patched into the code, or a Relaxed load; see
         // `hook::any_active`); a read they follow takes the hooked path
         // behind it (a cold branch: the switched-off path stays the
-        // straight line, and the biased read inlines as it does without
-        // the hooks).
-        if hook::any_active() {
+        // straight line).
+        if !biased && hook::any_active() {
             // Statistics alone, and the slot read gets the lock: counted
             // inline, with no call (the out-of-line hooked read cost this,
             // the cheapest read there is, more than twice its time); every
@@ -1486,11 +1531,16 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         }
         // Unrecorded, so only the slot comes from the read paths (merging
         // whole tokens, hold state included, costs stack copies here).
-        // One load of the state picks the inline path: biased, or counted
-        // (inhibited); a biased read that steps aside finds the state
-        // inhibited in `lock_shared_other`.
-        let s = self.state.load(Ordering::Relaxed);
-        let slot = match self.try_read_slot(s) {
+        // The state loaded above picks the inline path: biased, symmetric
+        // (or biased where the switch's sites say "may be on" and it is
+        // off), or counted (inhibited); a slot read that steps aside finds
+        // the state inhibited in `lock_shared_other`.
+        let read = if biased {
+            self.try_read_slot_as::<false>(s)
+        } else {
+            self.try_read_slot(s)
+        };
+        let slot = match read {
             Some(slot) => Some(slot),
             None => match self.try_read_counted(s) {
                 Some(token) => token.slot,

@@ -10,11 +10,13 @@
 //!
 //! # Slot word
 //! ```text
-//!  bit 63 ........ 24   23 .. 16    15        14          13 ........ 0
-//! +------------------+----------+--------+------------+-----------------+
-//! | lock id (40 bits)| (unused) | BIASED | UNDERLYING | depth (14 bits) |
-//! +------------------+----------+--------+------------+-----------------+
+//!  63    62 ........ 24   23 .. 16    15        14          13 ........ 0
+//! +----+------------------+----------+--------+------------+-----------------+
+//! |mark| lock id (39 bits)| (unused) | BIASED | UNDERLYING | depth (14 bits) |
+//! +----+------------------+----------+--------+------------+-----------------+
 //! ```
+//! `mark`: the lock state's always-set top bit, which a slot read copies
+//! with the id (one mask) and everyone else ignores.
 //! `BIASED`: the fast read was taken in the biased mode (its unlock may use
 //! the unchecked light fence); `UNDERLYING`: the context holds the lock's
 //! underlying read lock (a slow read, recorded). The flags and the depth

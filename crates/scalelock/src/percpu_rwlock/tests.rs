@@ -1101,6 +1101,45 @@ fn read_guards_are_sync() {
     drop(g);
 }
 
+/// A lock built without an id (`new`, `INIT`) is symmetric until its
+/// first use gives it the id and its mode at once (invariant 5), so no
+/// biased read ever runs on it without an id; its state's top bit
+/// (`MARK`) stays set throughout, and a fast read's slot word carries the
+/// id (and the mark, which id comparisons ignore).
+#[test]
+fn a_lock_without_an_id_is_symmetric_until_its_first_read() {
+    let raw = Raw::new();
+    assert_eq!(raw.state.load(O::Relaxed), NO_ID_YET);
+    // Shown with the mode its first use will give it.
+    assert!(format!("{raw:?}").contains("biased"), "{raw:?}");
+    let t = raw.lock_shared();
+    let s = raw.state.load(O::Relaxed);
+    assert_ne!(s & ID_MASK, 0, "the first read gives the lock its id");
+    assert_eq!(s & (FAST | SYM), bias::<TestPlatform>(), "{s:#x}");
+    assert_ne!(s & MARK, 0);
+    // SAFETY: from `lock_shared` above.
+    unsafe { raw.unlock_shared(t) };
+    let t = raw.lock_shared();
+    assert!(fast(&t));
+    let word = t.slot.unwrap().word().load(O::Relaxed);
+    assert_eq!(word & ID_MASK, s & ID_MASK);
+    assert_eq!(word & !(SLOT_ID | SLOT_LOW), 0, "{word:#x}");
+    // SAFETY: as above.
+    unsafe { raw.unlock_shared(t) };
+    // A write keeps the mark and the id.
+    let w = raw.lock_exclusive();
+    // SAFETY: from `lock_exclusive` above.
+    unsafe { raw.unlock_exclusive(w) };
+    let after = raw.state.load(O::Relaxed);
+    assert_eq!(after & (MARK | ID_MASK), s & (MARK | ID_MASK));
+    // Ids: 39 bits, never 0, below the mark.
+    let ids: Vec<u64> = (0..3).map(|_| next_id()).collect();
+    assert!(
+        ids.iter()
+            .all(|&id| id != 0 && id << ID_SHIFT & !ID_MASK == 0)
+    );
+}
+
 /// Downgrading the first write of a lock that was never read (its id is
 /// assigned by the write, before anything is acquired).
 #[test]
