@@ -1,6 +1,8 @@
 //! The hooks' switch patched into the code (x86-64 Linux): the sites are
 //! patched once a lock found the hooks off, the counting follows the switch
-//! through every rewrite, and readers running through the sites while
+//! through every rewrite (the seqlock and PerCpuRwLock reads' sites are
+//! folded into their fast paths' tests, the qspinlock's is a `mov`; a
+//! PerCpuRwLock read counts whether its lock has an id or not), and readers running through the sites while
 //! another thread rewrites them keep working and are counted only while
 //! the switch is on. Then the same in a child process with patching
 //! refused (`SCALELOCK_NO_CODE_PATCHING=1`): the hooks load the switch and
@@ -13,11 +15,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use scalelock::stats;
-use scalelock::{ClassRef, LockClass, QSpinLock, RawQSpinLock, SeqLock};
+use scalelock::{
+    ClassRef, LockClass, PerCpuRwLock, QSpinLock, RawPerCpuRwLock, RawQSpinLock, SeqLock,
+};
 
 static C: LockClass = LockClass::new("patched-seqlock");
 static S: SeqLock<u64> = SeqLock::with_class(0, ClassRef::of(&C));
 static M: LockClass = LockClass::new("patched-qspinlock");
+static P: LockClass = LockClass::new("patched-percpu");
 
 fn counts() -> (u64, u64) {
     let snap = stats::snapshot();
@@ -28,6 +33,17 @@ fn counts() -> (u64, u64) {
         .class("patched-qspinlock")
         .map_or(0, |c| c.write.acquisitions);
     (reads, locks)
+}
+
+/// Reads of the PerCpuRwLocks, and how many took the slot (fast).
+fn percpu_counts() -> (u64, u64) {
+    stats::snapshot()
+        .class("patched-percpu")
+        .map_or((0, 0), |c| (c.read.acquisitions, c.events.fast_reads))
+}
+
+fn percpu() -> PerCpuRwLock<u64> {
+    PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&P)), 0)
 }
 
 const NO_PATCHING: &str = "SCALELOCK_NO_CODE_PATCHING";
@@ -62,21 +78,42 @@ fn follow_the_switch(expect_patching: bool) {
     assert_eq!(scalelock::hook::switch_is_patched(), expect_patching);
     *m.lock() += 1;
     assert_eq!(counts(), (0, 0));
+    // A PerCpuRwLock read with the hooks off: the lock gets its id and
+    // goes biased.
+    let p = percpu();
+    assert_eq!(*p.read(), 0);
+    // SAFETY: only reads the state for its Debug output.
+    assert!(format!("{:?}", unsafe { p.raw() }).contains("biased"));
+    assert_eq!(percpu_counts(), (0, 0));
 
     // Every rewrite: counted exactly while on, not at all while off.
     for round in 1..=20u64 {
         stats::enable();
+        // A lock without an id yet, read first while on.
+        let fresh = percpu();
         for _ in 0..round {
             S.read();
             *m.lock() += 1;
+            assert_eq!(*p.read(), 0);
         }
+        assert_eq!(*fresh.read(), 0);
         stats::disable();
         for _ in 0..7 {
             S.read();
             *m.lock() += 1;
+            assert_eq!(*p.read(), 0);
+            assert_eq!(*fresh.read(), 0);
         }
         let want: u64 = (1..=round).sum();
         assert_eq!(counts(), (want, want), "after round {round}");
+        // Every read while on took its slot and was counted: `p`'s biased
+        // reads, and `fresh`'s first, whose slow path gave it its id and
+        // then read the slot.
+        assert_eq!(
+            percpu_counts(),
+            (want + round, want + round),
+            "after round {round}"
+        );
     }
     assert_eq!(scalelock::hook::switch_is_patched(), expect_patching);
 
