@@ -1502,6 +1502,8 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         // costs no instruction more than without the features; elsewhere
         // the test is the mode's, then a Relaxed load of the switch.
         let s = self.state.load(Ordering::Relaxed);
+        // (Where `usize` is narrower, the cast keeps the two low bits, all
+        // the test without a patched site reads.)
         let biased = !hook::masked_or_maybe_active::<{ (FAST | SYM) as u8 }>((s ^ FAST) as usize);
         // Otherwise, with the hooks compiled in, one test of the switch
         // (a constant patched into the code, or a Relaxed load; see
