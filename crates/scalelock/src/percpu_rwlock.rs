@@ -703,7 +703,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // contract).
         if unsafe { table.word_or_busy(i) }.load(Ordering::Relaxed) != 0 {
             // Busy: a recursive read, a read of another lock of the table,
-            // or no slot (`i == SLOTS`: the table's never-free word).
+            // or no slot (`i == SLOTS`: the table's never-free word). Rare:
+            // the free slot's store is the straight line (with the hooks
+            // compiled in, the compiler otherwise laid it out of line, a
+            // taken jump more on the commonest read).
+            core::hint::cold_path();
             return None;
         }
         // SAFETY: only a slot's word reads 0, so `i < SLOTS`.
