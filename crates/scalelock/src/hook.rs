@@ -62,7 +62,11 @@
 //! on and lockdep off, an uncontended acquisition is counted inline: `start`
 //! resolves the class (one load of the index cached in a `static` or type
 //! class) and `acquired` bumps the thread's counter for it and steps the
-//! sampling countdown, without a call. Lockdep, contended acquisitions and
+//! sampling countdown, without a call. The crate's own locks load the
+//! switch once (`active_bits`) and, with statistics alone on, try their
+//! fast path before anything else and count a success after it
+//! (`counted_at_once`): no `Pending` is built, and nothing about a wait
+//! is tested. Lockdep, contended acquisitions and
 //! sampled holds take the calls out of line.
 
 #[cfg(any(feature = "stats", feature = "lockdep"))]
@@ -133,34 +137,75 @@ pub(crate) const COMPILED: bool = cfg!(any(feature = "stats", feature = "lockdep
 /// calls, once per process).
 #[inline(always)]
 pub fn any_active() -> bool {
+    active_bits() != 0
+}
+
+/// The switch's bits, 0 while both features are off (always 0 without
+/// them): [`any_active`] for a lock that goes on to look at which feature
+/// is on ([`stats_alone`]), with the one load of the switch.
+#[inline(always)]
+pub(crate) fn active_bits() -> u8 {
     #[cfg(patched_switch)]
     {
-        // Patched for "off", a constant `false`; else the load. The
-        // patched-off path is laid out as the straight line (no taken
-        // branch added to the lock's fast path): the load is needed only
-        // while the hooks are on, before the first patch, or where
-        // patching was refused.
+        // Patched for "off", a constant 0; else the load. The patched-off
+        // path is laid out as the straight line (no taken branch added to
+        // the lock's fast path): the load is needed only while the hooks
+        // are on, before the first patch, or where patching was refused.
         if !patched_switch::may_be_on() {
-            return false;
+            return 0;
         }
         core::hint::cold_path();
-        let on = active::load() != 0;
-        if !on {
+        let on = active::load();
+        if on == 0 {
             patched_switch::settle();
         }
         on
     }
     #[cfg(all(any(feature = "stats", feature = "lockdep"), not(patched_switch)))]
     {
-        if active::load() == 0 {
-            return false;
+        let on = active::load();
+        if on != 0 {
+            core::hint::cold_path();
         }
-        core::hint::cold_path();
-        true
+        on
     }
     #[cfg(not(any(feature = "stats", feature = "lockdep")))]
     {
+        0
+    }
+}
+
+/// Whether the switch's bits `active` ([`active_bits`]) say statistics
+/// alone (lockdep off): an acquisition that gets its lock without waiting
+/// then needs nothing before it and is counted after it
+/// ([`counted_at_once`]).
+#[inline(always)]
+pub(crate) fn stats_alone(active: u8) -> bool {
+    #[cfg(feature = "stats")]
+    {
+        active == active::STATS
+    }
+    #[cfg(not(feature = "stats"))]
+    {
+        let _ = active;
         false
+    }
+}
+
+/// An acquisition that got its lock without waiting while statistics
+/// alone are on ([`stats_alone`]): counted as [`start`] and
+/// [`Pending::acquired`] count it, inline, with no `Pending` built
+/// before it (nothing before the lock is taken, no wait to test after).
+#[inline(always)]
+pub(crate) fn counted_at_once(class: ClassRef, kind: LockKind, access: Access) -> Held {
+    #[cfg(feature = "stats")]
+    {
+        Held::counted(class.resolve(kind).index, access)
+    }
+    #[cfg(not(feature = "stats"))]
+    {
+        let _ = (class, kind, access);
+        Held::NONE
     }
 }
 

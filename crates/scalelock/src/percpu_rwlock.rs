@@ -1514,13 +1514,14 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         // `hook::any_active`); a read they follow takes the hooked path
         // behind it (a cold branch: the switched-off path stays the
         // straight line).
-        if !biased && hook::any_active() {
+        let active = if biased { 0 } else { hook::active_bits() };
+        if active != 0 {
             // Statistics alone, and the slot read gets the lock: counted
             // inline, with no call (the out-of-line hooked read cost this,
             // the cheapest read there is, more than twice its time); every
             // other hooked read goes out of line.
-            if hook::stats_only()
-                && let Some(slot) = self.try_read_slot(self.state.load(Ordering::Relaxed))
+            if hook::stats_alone(active)
+                && let Some(slot) = self.try_read_slot(s)
             {
                 return PerCpuReadToken {
                     slot: Some(slot),

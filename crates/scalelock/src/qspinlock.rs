@@ -1185,11 +1185,19 @@ unsafe impl<P: Platform> RawMutex for RawQSpinLock<P> {
         // the hook state alive through it and re-tested it (18 more
         // instructions per lock/unlock than no hooks at all, against 10).
         // Acquisitions begun switched off count no slow-path events.
-        if !hook::any_active() {
+        let active = hook::active_bits();
+        if active == 0 {
             if !self.core.try_lock_fast() {
                 self.core.lock_slow(Events::NONE);
             }
             return Held::NONE;
+        }
+        // Statistics alone: an acquisition that does not wait is counted
+        // after it (`hook::counted_at_once`), with no `Pending` built before
+        // it and no wait tested after it; a failed fast path starts over
+        // below, counted as contended if it fails again.
+        if hook::stats_alone(active) && self.core.try_lock_fast() {
+            return hook::counted_at_once(self.class, LockKind::QSpinLock, Access::Write);
         }
         let mut p = hook::start(self.class, LockKind::QSpinLock, self.addr(), Access::Write);
         if !self.core.try_lock_fast() {

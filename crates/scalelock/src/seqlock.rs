@@ -444,8 +444,17 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
     pub fn lock(&self) -> SeqLockWriteGuard<'_, T, P> {
         // Switched off (or not compiled in): the plain path, apart from the
         // recorded one (see `RawQSpinLock::lock`).
-        if !hook::any_active() {
+        let active = hook::active_bits();
+        if active == 0 {
             return self.lock_quiet();
+        }
+        // Statistics alone: a lock that does not wait is counted after it
+        // (see `RawQSpinLock::lock`).
+        if hook::stats_alone(active) && self.lock.core.try_lock_fast() {
+            return SeqLockWriteGuard {
+                lock: self,
+                held: hook::counted_at_once(self.class(), LockKind::SeqLock, Access::Write),
+            };
         }
         let mut p = hook::start(self.class(), LockKind::SeqLock, self.addr(), Access::Write);
         if !self.lock.core.try_lock_fast() {
