@@ -66,8 +66,8 @@
 //! switch once (`active_bits`) and, with statistics alone on, try their
 //! fast path before anything else and count a success after it
 //! (`counted_at_once`): no `Pending` is built, and nothing about a wait
-//! is tested. Lockdep, contended acquisitions and
-//! sampled holds take the calls out of line.
+//! is tested. Lockdep, contended acquisitions and sampled holds take the
+//! calls out of line.
 
 #[cfg(any(feature = "stats", feature = "lockdep"))]
 use crate::class::ClassId;

@@ -1586,11 +1586,21 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
     fn lock_exclusive(&self) -> PerCpuWriteToken {
         // With the hooks switched off (or not compiled in), no hook state
         // at all (see `RawQRwLock::lock_shared`).
-        if !hook::any_active() {
+        let active = hook::active_bits();
+        if active == 0 {
             self.inner.lock_exclusive_hooked(|| {}, Events::NONE);
             return PerCpuWriteToken {
                 next: self.revoke_and_decide(),
                 held: Held::NONE,
+            };
+        }
+        // Statistics alone: a write that takes a free underlying lock is
+        // counted once the readers are out (see `RawQSpinLock::lock`).
+        if hook::stats_alone(active) && self.inner.try_lock_exclusive_fast().is_ok() {
+            let next = self.revoke_and_decide();
+            return PerCpuWriteToken {
+                next,
+                held: hook::counted_at_once(self.class, LockKind::PerCpuRwLock, Access::Write),
             };
         }
         self.lock_exclusive_recorded()

@@ -779,7 +779,7 @@ impl<P: Platform> QRwCore<P> {
     /// in it (a turn, a quiet waiter, holders) goes to the slow path without
     /// a failing `cmpxchg`.
     #[inline]
-    fn try_lock_exclusive_fast(&self) -> Result<(), u32> {
+    pub(crate) fn try_lock_exclusive_fast(&self) -> Result<(), u32> {
         let v = self.cnts.load(Ordering::Relaxed);
         if v != 0 {
             return Err(v);
@@ -1400,9 +1400,16 @@ unsafe impl<P: Platform> RawRwLock for RawQRwLock<P> {
     #[inline]
     fn lock_exclusive(&self) -> Held {
         // As in `lock_shared`.
-        if !hook::any_active() {
+        let active = hook::active_bits();
+        if active == 0 {
             self.core.lock_exclusive_hooked(|| {}, Events::NONE);
             return Held::NONE;
+        }
+        // Statistics alone: a write that takes a free lock is counted after
+        // it (see `RawQSpinLock::lock`); any other word goes the recorded
+        // way, which tries the fast path again.
+        if hook::stats_alone(active) && self.core.try_lock_exclusive_fast().is_ok() {
+            return hook::counted_at_once(self.class, LockKind::QRwLock, Access::Write);
         }
         self.lock_exclusive_recorded()
     }
