@@ -265,23 +265,7 @@ pub fn switch_is_patched() -> bool {
     }
 }
 
-/// Whether statistics alone are switched on (lockdep off; one Relaxed
-/// load, `false` without `stats`): an acquisition that does not wait then
-/// needs nothing before it and can be counted after it
-/// ([`per_cpu_read_counted`]).
-#[inline(always)]
-pub(crate) fn stats_only() -> bool {
-    #[cfg(feature = "stats")]
-    {
-        active::load() == active::STATS
-    }
-    #[cfg(not(feature = "stats"))]
-    {
-        false
-    }
-}
-
-/// A per-CPU read that got the lock without waiting, while [`stats_only`]:
+/// A per-CPU read that got the lock without waiting, while [`stats_alone`]:
 /// counted as [`start`] and [`Pending::acquired_per_cpu_read`] count it
 /// (`fast`: it took its slot's fast path), inline, with no `Pending`
 /// carried across the read.

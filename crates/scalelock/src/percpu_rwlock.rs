@@ -572,10 +572,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// `lock_shared` with statistics or lockdep switched on, past the
     /// statistics-only slot read that `lock_shared` counts inline (this
     /// one is the inhibited read, the slot read once the state moved, and
-    /// every read with lockdep on).
+    /// every read with lockdep on). `active`: the hooks' switch bits
+    /// `lock_shared` loaded (`hook::active_bits`).
     #[cold]
     #[inline(never)]
-    fn lock_shared_hooked(&self) -> PerCpuReadToken {
+    fn lock_shared_hooked(&self, active: u8) -> PerCpuReadToken {
         // Statistics alone: a read that gets the lock without waiting is
         // counted after it, with no `Pending` kept across it (the closures
         // handed to the out-of-line modes would keep one on the stack).
@@ -583,7 +584,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // which path it took (the slot read never holds the underlying
         // lock, the inhibited read always does), with no reload of the
         // slot word just stored (`took_fast_path`).
-        if hook::stats_only()
+        if hook::stats_alone(active)
             && let Some((mut token, fast)) =
                 match self.try_read_slot(self.state.load(Ordering::Relaxed)) {
                     Some(slot) => Some((PerCpuReadToken::slot(slot), true)),
@@ -1534,7 +1535,7 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
                     _not_send: PhantomData,
                 };
             }
-            return self.lock_shared_hooked();
+            return self.lock_shared_hooked(active);
         }
         // Unrecorded, so only the slot comes from the read paths (merging
         // whole tokens, hold state included, costs stack copies here).
