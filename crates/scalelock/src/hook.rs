@@ -945,13 +945,27 @@ pub fn queue_depth(class: ClassRef, kind: LockKind, access: Access, depth: u32) 
     let _ = (class, kind, access, depth);
 }
 
-/// A per-CPU rwlock writer revoked the reader bias, which took `cost_ns`
-/// (fence and slot scan).
+/// A per-CPU rwlock writer revoked the reader bias with a plain full
+/// fence (a symmetric revocation), which took `cost_ns` (fence and slot
+/// scan).
 #[inline]
 pub fn revocation(class: ClassRef, kind: LockKind, cost_ns: u64) {
     #[cfg(feature = "stats")]
     if active::load() & active::STATS != 0 {
-        crate::stats::counters::revocation(class.resolve(kind).index, cost_ns);
+        crate::stats::counters::revocation(class.resolve(kind).index, cost_ns, false);
+    }
+    #[cfg(not(feature = "stats"))]
+    let _ = (class, kind, cost_ns);
+}
+
+/// A per-CPU rwlock writer revoked the reader bias with the heavy fence
+/// (`membarrier`: a biased revocation), which took `cost_ns` (fence and
+/// slot scan).
+#[inline]
+pub fn heavy_revocation(class: ClassRef, kind: LockKind, cost_ns: u64) {
+    #[cfg(feature = "stats")]
+    if active::load() & active::STATS != 0 {
+        crate::stats::counters::revocation(class.resolve(kind).index, cost_ns, true);
     }
     #[cfg(not(feature = "stats"))]
     let _ = (class, kind, cost_ns);

@@ -1071,6 +1071,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             || sym_tick.is_multiple_of(TUNING.pc_sym_cost_every)
             || table.sym_floor_ns() == 0;
         let now = if timed { P::now_ns() } else { 0 };
+        // The statistics clock (no read without statistics), from here:
+        // a revocation's cost is its fence and its wait for the slots.
+        let revoke_start = hook::clock_ns();
         // Only a holder of the underlying write lock changes the state once
         // the lock has an id (slow readers, which re-enable the bias, are
         // shut out), so `s` is still the state and a plain store clears
@@ -1092,8 +1095,6 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             0
         };
         let id = old & ID_MASK;
-        // The statistics clock (no read without statistics).
-        let revoke_start = hook::clock_ns();
         let mut drained = true;
         // The slot reads so far (`ReaderTable::fast_reads_total`): the
         // scanned slots' counts here, from the line the wait just read;
@@ -1120,11 +1121,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             self.state.fetch_or(FAST, Ordering::Release);
             return None;
         }
-        hook::revocation(
-            self.class,
-            LockKind::PerCpuRwLock,
-            hook::clock_ns().saturating_sub(revoke_start),
-        );
+        self.count_revocation(old, revoke_start);
         let fast_reads =
             fast_reads.wrapping_add(table.fast_reads_except(P::reader_slot_bound(), scanned));
         let keep = old & !(FAST | SYM | STAMP_MASK);
@@ -1269,6 +1266,19 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             .store((s & KEEP) | (next & !KEEP), Ordering::Release);
     }
 
+    /// Statistics: a revocation from state `old` (biased: it paid the heavy
+    /// fence) that began at `start` on the statistics clock (0 and no
+    /// record with statistics off).
+    #[inline]
+    fn count_revocation(&self, old: u64, start: u64) {
+        let ns = hook::clock_ns().saturating_sub(start);
+        if old & SYM == 0 {
+            hook::heavy_revocation(self.class, LockKind::PerCpuRwLock, ns);
+        } else {
+            hook::revocation(self.class, LockKind::PerCpuRwLock, ns);
+        }
+    }
+
     /// One pass over the slots without waiting: true if no slot names this
     /// lock (`try_lock_exclusive`, `is_locked`).
     fn no_fast_readers(&self, state: u64) -> bool {
@@ -1302,11 +1312,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             fence(Ordering::SeqCst);
         }
         if self.no_fast_readers(old) {
-            hook::revocation(
-                self.class,
-                LockKind::PerCpuRwLock,
-                hook::clock_ns().saturating_sub(revoke_start),
-            );
+            self.count_revocation(old, revoke_start);
             return true;
         }
         // A fast reader is inside: give the bias back. Release: an RMW,

@@ -153,10 +153,15 @@ fn hold_tails_with_parks_are_not_a_lock_type_problem() {
 fn percpu_with_frequent_writes_wants_qrwlock() {
     let mut c = class(LockKind::PerCpuRwLock, 90_000, 10_000, (0, 100), &[40; 100]);
     c.events.revocations = TimeStats::from_samples(&[16_000; 50]);
+    c.events.heavy_revocations = 48;
     let a = advice_for(c);
     assert_eq!(a.recommendation, Recommendation::QRwLock);
     assert!(cites(&a, "PERCPU_MAX_WRITE_SHARE"));
     assert!(a.to_string().contains("revocation mean cost 16.0us"), "{a}");
+    assert!(
+        a.to_string().contains("revocations with a heavy fence 48"),
+        "{a}"
+    );
 }
 
 #[test]

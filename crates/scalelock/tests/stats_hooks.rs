@@ -55,7 +55,7 @@ fn every_event_hook_lands_in_its_field() {
         hook::queue_depth(c, k, Access::Read, d);
     }
     hook::revocation(c, k, 100);
-    hook::revocation(c, k, 5_000);
+    hook::heavy_revocation(c, k, 5_000);
     for _ in 0..7 {
         hook::seqlock_retry(c, k);
     }
@@ -109,6 +109,8 @@ fn every_event_hook_lands_in_its_field() {
     assert_eq!(s.write.acquisitions, 0);
     let r = &e.revocations;
     assert_eq!((r.count, r.total_ns, r.max_ns), (2, 5_100, 5_000));
+    // Both are revocations; one paid the heavy fence.
+    assert_eq!(e.heavy_revocations, 1);
     assert_eq!(r.buckets[bucket_of(100)], 1);
     assert_eq!(r.buckets[bucket_of(5_000)], 1);
     assert_eq!(r.buckets.iter().sum::<u64>(), 2);
@@ -122,6 +124,12 @@ fn every_event_hook_lands_in_its_field() {
         .iter()
         .position(|l| l.starts_with("events "))
         .expect("the class's row");
+    assert!(
+        lines[at + 1..]
+            .iter()
+            .any(|l| l.contains("revocations 2 (") && l.contains("; 1 with a heavy fence)")),
+        "{table}"
+    );
     assert!(
         lines[at + 1..].contains(
             &"  write events: pending-path 1, queue-max 7, batch-ends 2, handoffs 3, \

@@ -347,6 +347,11 @@ fn rule(c: &ClassStats) -> (Recommendation, String, Figures) {
             c.events.revocations.mean_ns() as f64,
             Unit::Ns,
         );
+        f.plain(
+            "revocations with a heavy fence",
+            c.events.heavy_revocations as f64,
+            Unit::Count,
+        );
         return (
             R::QRwLock,
             "writes are too frequent for per-CPU reads: every write after reads pays a \

@@ -72,10 +72,11 @@ pub(crate) enum Event {
     FallbackRead,
     SeqlockRetry,
     RefreshCoalesced,
+    HeavyRevocation,
 }
 
 /// Number of `Event`s.
-pub(crate) const EVENTS: usize = 4;
+pub(crate) const EVENTS: usize = 5;
 
 /// Events counted per class and per read/write: the slow path's, and long
 /// holds.
@@ -815,8 +816,14 @@ pub(crate) fn queue_depth(class: u32, access: Access, depth: u64) {
     with_block(class, |b, _| raise(&b.queue_depth_max[side(access)], depth));
 }
 
-pub(crate) fn revocation(class: u32, cost_ns: u64) {
-    with_block(class, |b, _| b.revocations.record(cost_ns));
+/// A revocation that took `cost_ns`; `heavy`: it paid the heavy fence.
+pub(crate) fn revocation(class: u32, cost_ns: u64, heavy: bool) {
+    with_block(class, |b, _| {
+        b.revocations.record(cost_ns);
+        if heavy {
+            bump(&b.events[Event::HeavyRevocation as usize], 1);
+        }
+    });
 }
 
 /// Starts a new epoch: every count reads as zero from now on.

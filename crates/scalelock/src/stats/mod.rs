@@ -5,8 +5,9 @@
 //! with p50/p99), and what only these locks' algorithms see: pending-path
 //! hits, queue depth, batch ends, hand-offs and steals (a reserved lock
 //! taken from a waiter that could not run), parks and wakes (spurious
-//! too), per-CPU fast vs fallback reads, revocations and their cost, SeqLock
-//! retries, RefreshOnce callers served by another's update.
+//! too), per-CPU fast vs fallback reads, revocations and their cost (fence
+//! and slot wait; how many paid the heavy fence), SeqLock retries,
+//! RefreshOnce callers served by another's update.
 //!
 //! ```
 //! use scalelock::{ClassRef, LockClass, SeqLock, stats};

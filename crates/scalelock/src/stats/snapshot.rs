@@ -130,8 +130,14 @@ pub struct Events {
     pub fast_reads: u64,
     /// PerCpuRwLock reads through the underlying lock.
     pub fallback_reads: u64,
-    /// PerCpuRwLock reader-bias revocations by writers, and their cost.
+    /// PerCpuRwLock reader-bias revocations by writers, and their cost
+    /// (the fence and the wait for the readers' slots).
     pub revocations: TimeStats,
+    /// Of `revocations`, those that paid the heavy fence (a `membarrier`
+    /// that interrupts every CPU running the process's threads: a biased
+    /// lock's); the others paid a plain full fence (a symmetric lock's).
+    #[serde(default)]
+    pub heavy_revocations: u64,
     /// SeqLock reads retried because a write overlapped.
     pub seqlock_retries: u64,
     /// RefreshOnce callers served by another caller's update.
@@ -195,6 +201,7 @@ impl Events {
         self.fast_reads += o.fast_reads;
         self.fallback_reads += o.fallback_reads;
         self.revocations.merge(&o.revocations);
+        self.heavy_revocations += o.heavy_revocations;
         self.seqlock_retries += o.seqlock_retries;
         self.refresh_coalesced += o.refresh_coalesced;
         self.long_holds += o.long_holds;
@@ -313,6 +320,7 @@ pub(crate) fn collect() -> Snapshot {
             fast_reads: ev(Event::FastRead),
             fallback_reads: ev(Event::FallbackRead),
             revocations: b.revocations.read(),
+            heavy_revocations: ev(Event::HeavyRevocation),
             seqlock_retries: ev(Event::SeqlockRetry),
             refresh_coalesced: ev(Event::RefreshCoalesced),
             ..Events::default()

@@ -115,11 +115,12 @@ pub(crate) fn events_line(e: &Events) -> String {
         let r = &e.revocations;
         let _ = write!(
             s,
-            "revocations {} (avg {}, p99 {}, max {})",
+            "revocations {} (avg {}, p99 {}, max {}; {} with a heavy fence)",
             r.count,
             Ns(r.mean_ns()),
             Ns(r.p99_ns),
-            Ns(r.max_ns)
+            Ns(r.max_ns),
+            e.heavy_revocations
         );
     }
     s
