@@ -950,12 +950,7 @@ pub fn queue_depth(class: ClassRef, kind: LockKind, access: Access, depth: u32) 
 /// scan).
 #[inline]
 pub fn revocation(class: ClassRef, kind: LockKind, cost_ns: u64) {
-    #[cfg(feature = "stats")]
-    if active::load() & active::STATS != 0 {
-        crate::stats::counters::revocation(class.resolve(kind).index, cost_ns, false);
-    }
-    #[cfg(not(feature = "stats"))]
-    let _ = (class, kind, cost_ns);
+    record_revocation(class, kind, cost_ns, false);
 }
 
 /// A per-CPU rwlock writer revoked the reader bias with the heavy fence
@@ -963,12 +958,18 @@ pub fn revocation(class: ClassRef, kind: LockKind, cost_ns: u64) {
 /// slot scan).
 #[inline]
 pub fn heavy_revocation(class: ClassRef, kind: LockKind, cost_ns: u64) {
+    record_revocation(class, kind, cost_ns, true);
+}
+
+/// [`revocation`] and [`heavy_revocation`]: `heavy` says which fence.
+#[inline]
+fn record_revocation(class: ClassRef, kind: LockKind, cost_ns: u64, heavy: bool) {
     #[cfg(feature = "stats")]
     if active::load() & active::STATS != 0 {
-        crate::stats::counters::revocation(class.resolve(kind).index, cost_ns, true);
+        crate::stats::counters::revocation(class.resolve(kind).index, cost_ns, heavy);
     }
     #[cfg(not(feature = "stats"))]
-    let _ = (class, kind, cost_ns);
+    let _ = (class, kind, cost_ns, heavy);
 }
 
 /// A clock for hooks that time something themselves (a revocation): the

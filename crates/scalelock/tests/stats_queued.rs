@@ -317,8 +317,6 @@ fn percpu_tells_heavy_revocations_from_symmetric_ones() {
     }
     let b = class_stats("percpu-heavy-revocations");
     let s = class_stats("percpu-symmetric-revocations");
-    assert!(b.events.revocations.count >= 1, "{:?}", b.events);
-    assert!(s.events.revocations.count >= 1, "{:?}", s.events);
     // Where the process has asymmetric fences (`membarrier`), a lock gets
     // the bias with its id. On the forced-symmetric table only the first
     // revocation pays the heavy fence (it makes the lock symmetric; one
