@@ -38,8 +38,8 @@
 //! | mode | state | a read costs | a write costs | chosen when |
 //! | --- | --- | --- | --- | --- |
 //! | biased | `FAST` | slot store, *compiler* fence, two loads | a `membarrier` (the *heavy* fence) and a slot scan | writes are rare against the revocation's cost, or the reads between them pay for it |
-//! | symmetric | `FAST \| SYM` | slot store, a full fence, two loads | a plain full fence and a slot scan | the reads per write pay for a symmetric revocation, and their full fences cost less than the membarrier (which also interrupts other busy CPUs) |
-//! | inhibited | no `FAST` | the underlying read lock, plus a load | the underlying write lock | too few reads per write, or a revocation was just paid (BRAVO) |
+//! | symmetric | `FAST \| SYM` | slot store, a full fence, two loads | a plain full fence and a slot scan | from biased: the reads per write pay for a symmetric revocation, and their full fences cost less than the membarrier (which also interrupts other busy CPUs); then as long as the class reads faster symmetric than inhibited (measured) |
+//! | inhibited | no `FAST` | the underlying read lock, plus a load | the underlying write lock | too few reads per write, a revocation was just paid (BRAVO), or the class read faster inhibited than symmetric (measured) |
 //!
 //! Each write decides the next mode, under the underlying write lock. Slot
 //! reads (biased and symmetric) count themselves on their slot's line; a
@@ -67,8 +67,9 @@
 //!     at least `pc_sym_cost_ns` (other CPUs ran our threads; one dear
 //!     fence alone is more likely an interrupt), or the reads paid for the
 //!     revocation but their full fences cost less than the heavy one, or
-//!     the reads would pay for a symmetric revocation (the rule below,
-//!     against `C − F`), go **symmetric**;
+//!     the reads would pay for a symmetric revocation (`R` at least
+//!     `pc_sym_min_reads`, and `R × S` at least `pc_sym_pay_factor` times
+//!     `C − F`), go **symmetric**;
 //!   - else stay **inhibited** for `m × C` (BRAVO), where the class's
 //!     multiplier `m` doubles when a revocation follows the bias's return
 //!     quickly and shrinks when it does not; a slow reader re-enables the
@@ -77,18 +78,19 @@
 //! - from **symmetric**: writes further apart than `pc_rare_ns`, or than
 //!   `pc_keep_factor` heavy fences (the cheaper of the class's last two),
 //!   and one symmetric revocation in `pc_sym_probe` (to measure the heavy
-//!   fence again), go back to **biased**; else, unless the class's average
-//!   reads per write number at least `pc_sym_min_reads` and, at `S`
-//!   each, save `pc_sym_pay_factor` times the
-//!   revocation's cost (the cheaper of the class's last two timed ones:
-//!   a symmetric revocation costs a few tens of nanoseconds, about what
-//!   the two clock reads around it would, so only one in
-//!   `pc_sym_cost_every` is timed, less the measured cost of a clock read,
-//!   `fence_cost.rs`), they go
+//!   fence again), go back to **biased**; else, if the class's average
+//!   reads per write number fewer than `pc_sym_min_reads` (a handful of
+//!   reads between writes never pays for revoking at each), go
 //!   **inhibited** for `pc_dense_window_ns` (with `SYM` kept, so the bias
-//!   comes back symmetric). The saving is counted in reads at a fixed
-//!   value each, not timed, so that side of the rule does not depend on
-//!   how fast the machine runs the reads (only the revocation is timed).
+//!   comes back symmetric); else the *mode race* decides
+//!   (`percpu_rwlock/mode_race.rs`): the class measures its reads per
+//!   millisecond in symmetric phases and in inhibited windows, and a
+//!   symmetric phase that read slower than the last window ends in a
+//!   window. Whether the symmetric mode's full fence and revocations cost
+//!   less than the underlying lock's read RMWs depends on what moving that
+//!   lock's line between CPUs costs, which differs by an order of
+//!   magnitude between machines (next to nothing between two vCPUs that
+//!   share a core, 100+ ns across sockets), so no constant decides it.
 //! - a table built `with_inhibition(0)` never inhibits (Xen's policy): each
 //!   write re-enables the bias at unlock.
 //!
@@ -265,6 +267,7 @@ use crate::reader_table::{ReaderTable, Slot, listed_marker, table_at};
 use crate::sync::atomic::{AtomicU64, Ordering, fence};
 use crate::wait::parking::{park_for, prepare as park_prepare, unpark_all};
 use crate::wait::{Backoff, Deadline, TUNING};
+use mode_race::Verdict;
 
 /// The reader bias: readers may use their slots.
 const FAST: u64 = 1 << 0;
@@ -962,9 +965,22 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     #[inline(always)]
     fn count_read(&self, s: u64) -> Option<PerCpuReadToken> {
         if P::with_local(|l| l.counted_reads.enter(TUNING.pc_clock_every))? {
-            self.reenable_if_due(s);
+            self.sample_counted_read(s);
         }
         Some(PerCpuReadToken::counted())
+    }
+
+    /// The counted read that looks at the clock (one in `pc_clock_every`
+    /// of the thread's), taken in state `s`: counts the thread's counted
+    /// reads since the last such one in its slot's slow reads (the mode
+    /// race's inhibited read rate), and re-enables the bias if the window
+    /// is over.
+    #[cold]
+    fn sample_counted_read(&self, s: u64) {
+        if let Some(slot) = P::reader_slot().and_then(|i| table_of(s).slot(i)) {
+            slot.add_slow_reads(TUNING.pc_clock_every);
+        }
+        self.reenable_if_due(s);
     }
 
     /// This thread's slot in the lock's table (free or not), if it has one.
@@ -1062,15 +1078,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // Inhibited: no reader uses a slot. Keep the window and mode.
             return Some(s);
         }
-        // A symmetric revocation is cheap enough that two clock reads would
-        // be most of it: one in `pc_sym_cost_every` of the class is timed,
-        // the others weigh the class's last timed ones (and read the clock
-        // once, at the end, for the stamp).
+        // A biased revocation is timed (its heavy fence, and the whole);
+        // a symmetric one reads the clock once, at the end, for its stamp
+        // and the mode race.
         let sym_tick = if s & SYM != 0 { table.sym_tick() } else { 0 };
-        let timed = s & SYM == 0
-            || sym_tick.is_multiple_of(TUNING.pc_sym_cost_every)
-            || table.sym_floor_ns() == 0;
-        let now = if timed { P::now_ns() } else { 0 };
+        let now = if s & SYM == 0 { P::now_ns() } else { 0 };
         // The statistics clock (no read without statistics), from here:
         // a revocation's cost is its fence and its wait for the slots.
         let revoke_start = hook::clock_ns();
@@ -1209,15 +1221,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return Some(keep | stamp_at(end + window + (1 << UNIT_SHIFT)));
         }
         // Symmetric: decide by the time since the previous write, then by
-        // the reads per write.
+        // the mode race. (The reads per write feed the class's average,
+        // which the biased mode's rules weigh.)
         let end = P::now_ns();
-        let cost = if timed {
-            // Less the clock read that timed it.
-            let ns = end.saturating_sub(now);
-            table.sym_revocation_floor(ns.saturating_sub(fence_cost::clock_read_ns::<P>()).max(1))
-        } else {
-            table.sym_floor_ns()
-        };
         let reads = table.reads_per_write(table.fast_reads_since(fast_reads));
         let gap = since_stamp(old, end);
         // Rare: the heavy fence the biased mode would pay at the next
@@ -1237,14 +1243,27 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // on from now).
             return Some(keep | bias::<P>() | stamp_at(end));
         }
-        if !symmetric_pays(reads, cost, saving) {
-            // Too few reads per write to pay for revoking at each: readers
-            // go to the underlying lock for a while, and come back
-            // symmetric. (Counted in reads, not time, this does not depend
-            // on how fast the machine runs the reads.)
+        let slow = table.slow_reads_total(P::reader_slot_bound());
+        if reads < TUNING.pc_sym_min_reads {
+            // A handful of reads per write never pays for revoking at each
+            // (on any machine): inhibit without a race, and measure the
+            // window for the next one.
+            table.race().window(end, slow);
             return Some(keep | SYM | stamp_at(end + TUNING.pc_dense_window_ns));
         }
-        Some(keep | FAST | SYM | stamp_at(end))
+        if table.forced_symmetric() {
+            return Some(keep | FAST | SYM | stamp_at(end));
+        }
+        // Symmetric or inhibited, whichever the class measured faster
+        // (`mode_race.rs`). The gap is from the last write, or from the
+        // bias's return after a window.
+        let on_since = end.saturating_sub(gap as u64);
+        match table.race().judge(end, on_since, fast_reads, slow) {
+            Verdict::Symmetric => Some(keep | FAST | SYM | stamp_at(end)),
+            // Readers go to the underlying lock for a window, and come
+            // back symmetric.
+            Verdict::Inhibit(window) => Some(keep | SYM | stamp_at(end + window)),
+        }
     }
 
     /// Sets the state a write leaves at unlock or downgrade (mode, stamp,
@@ -1911,6 +1930,7 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
 }
 
 mod fence_cost;
+pub(crate) mod mode_race;
 mod timed;
 
 /// The thread-local list of locks a context read-holds through the

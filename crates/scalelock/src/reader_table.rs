@@ -69,6 +69,7 @@
 
 use core::ptr;
 
+use crate::percpu_rwlock::mode_race::ModeRace;
 use crate::platform::Platform;
 use crate::sync::atomic::{AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
@@ -195,6 +196,23 @@ impl Slot {
         c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
     }
 
+    /// Counts `n` slow reads of the owner at once (the thread-local count
+    /// of its counted reads keeps the rest): a multiple of the `every` of
+    /// `count_slow_read`, which keeps that one's period.
+    #[inline]
+    pub(crate) fn add_slow_reads(&self, n: u32) {
+        let c = &self.owner.0.slow_reads;
+        // Relaxed: only the owner writes it; writers read it as a hint.
+        c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+    }
+
+    /// The owner's slow reads so far (wrapping; counted reads in steps of
+    /// `pc_clock_every`). Relaxed: a hint.
+    #[inline]
+    pub(crate) fn slow_reads(&self) -> u32 {
+        self.owner.0.slow_reads.load(Ordering::Relaxed)
+    }
+
     /// The owner's slot reads so far (wrapping). Relaxed: a hint.
     #[inline]
     pub(crate) fn fast_reads(&self) -> u32 {
@@ -276,19 +294,17 @@ pub struct ReaderTable {
     /// Symmetric revocations of the class's locks (wrapping): one in
     /// `pc_sym_probe` tries the biased mode again.
     sym_revocations: AtomicU32,
-    /// The last timed symmetric revocation's cost, ns
-    /// (`sym_revocation_floor`).
-    sym_revocation_ns: AtomicU32,
-    /// The cheaper of the last two timed symmetric revocations, ns (what
-    /// the untimed ones weigh; 0: none timed yet).
-    sym_floor_ns: AtomicU32,
     /// Slot reads per revocation (biased or symmetric), averaged, in 1/16ths
     /// (`reads_per_write`; 0: none yet).
     reads_per_write_x16: AtomicU32,
     /// Key of the platform whose locks use this table (0: not bound yet).
     platform: AtomicU64,
-    /// Tests: every asymmetric revocation switches to the symmetric mode.
+    /// Tests: every asymmetric revocation switches to the symmetric mode
+    /// (`force_symmetric`).
     force_symmetric: AtomicU8,
+    /// The symmetric mode's race against the inhibited one
+    /// (`ModeRace`).
+    race: ModeRace,
 }
 
 // The layout `word_or_busy` relies on: slot `i`'s word at `i` slots from
@@ -368,11 +384,10 @@ impl ReaderTable {
             fence_floor_ns: AtomicU32::new(0),
             revocation_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
-            sym_revocation_ns: AtomicU32::new(0),
-            sym_floor_ns: AtomicU32::new(0),
             reads_per_write_x16: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
+            race: ModeRace::new(),
         }
     }
 
@@ -396,11 +411,10 @@ impl ReaderTable {
             fence_floor_ns: AtomicU32::new(0),
             revocation_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
-            sym_revocation_ns: AtomicU32::new(0),
-            sym_floor_ns: AtomicU32::new(0),
             reads_per_write_x16: AtomicU32::new(0),
             platform: AtomicU64::new(0),
             force_symmetric: AtomicU8::new(0),
+            race: ModeRace::new(),
         }
     }
 
@@ -440,6 +454,20 @@ impl ReaderTable {
         if m > floor {
             self.multiplier.store((m / 2).max(floor), Ordering::Relaxed);
         }
+    }
+
+    /// The wrapping sum of the slow-read counts of the slots in `0..bound`
+    /// (`ModeRace`).
+    pub(crate) fn slow_reads_total(&self, bound: usize) -> u32 {
+        self.slots[..bound.min(SLOTS)]
+            .iter()
+            .fold(0u32, |sum, slot| sum.wrapping_add(slot.slow_reads()))
+    }
+
+    /// The class's race of the symmetric mode against the inhibited one.
+    #[inline]
+    pub(crate) fn race(&self) -> &ModeRace {
+        &self.race
     }
 
     /// The wrapping sum of the slot-read counts of the slots in `0..bound`
@@ -504,18 +532,6 @@ impl ReaderTable {
         ns >= dear_ns && prev >= dear_ns
     }
 
-    /// Records the cost `ns` of a symmetric revocation and returns the
-    /// cheaper of it and the previous one: one that waited for a reader
-    /// inside its read section, or was interrupted, is not what revoking
-    /// costs. Relaxed: a hint.
-    #[inline]
-    pub(crate) fn sym_revocation_floor(&self, ns: u64) -> u64 {
-        let floor = record_cost(&self.sym_revocation_ns, ns).1;
-        self.sym_floor_ns
-            .store(floor.min(u64::from(u32::MAX)) as u32, Ordering::Relaxed);
-        floor
-    }
-
     /// Folds the slot reads since the class's last revocation, `reads`,
     /// seen at a revocation, into the class's average (each new figure
     /// weighing 1/8) and returns the new average: with several writers, or
@@ -553,16 +569,11 @@ impl ReaderTable {
         n
     }
 
-    /// The cheaper of the class's last two timed symmetric revocations, ns
-    /// (0: none timed yet), without recording one.
-    #[inline]
-    pub(crate) fn sym_floor_ns(&self) -> u64 {
-        u64::from(self.sym_floor_ns.load(Ordering::Relaxed))
-    }
-
     /// Test support (model checks, which have no clock to measure a
     /// revocation's cost by): every asymmetric revocation of this table's
-    /// locks switches them to the symmetric mode.
+    /// locks switches them to the symmetric mode, and the symmetric mode
+    /// runs no race against the inhibited one (it inhibits only for too
+    /// few reads per write).
     #[doc(hidden)]
     pub fn force_symmetric(&self) {
         self.force_symmetric.store(1, Ordering::Relaxed);
@@ -572,6 +583,13 @@ impl ReaderTable {
     #[inline]
     pub(crate) fn forced_symmetric(&self) -> bool {
         self.force_symmetric.load(Ordering::Relaxed) != 0
+    }
+
+    /// Tests: undoes `force_symmetric` (the modes' rules, the mode race
+    /// among them, apply again).
+    #[cfg(test)]
+    pub(crate) fn unforce_symmetric(&self) {
+        self.force_symmetric.store(0, Ordering::Relaxed);
     }
 
     /// Binds the table to platform `P` on first use.

@@ -9,10 +9,6 @@
 //! (`store; fence; load`) against the same batch with a compiler fence,
 //! the minimum over a few rounds of each (a preempted round only ever
 //! inflates its batch). About 5 µs, on the first revocation that needs it.
-//!
-//! Also what a clock read adds to a timed interval (`clock_read_ns`): a
-//! symmetric revocation is timed with two clock reads, and on a VM one
-//! read can take as long as the revocation itself.
 
 #[cfg(not(any(loom, shuttle, miri)))]
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering, compiler_fence, fence};
@@ -91,37 +87,6 @@ fn measure<P: Platform>() -> u32 {
     u32::try_from(x16).unwrap_or(u32::MAX).max(1)
 }
 
-/// What one read of the platform's clock adds to an interval timed with two
-/// of them, ns, measured once per process: a symmetric revocation takes a
-/// few tens of nanoseconds, and the clock read that times it (tens of
-/// nanoseconds on a VM) is not part of what it costs. The minimum over a
-/// few rounds of back-to-back reads; 0 for a clock that does not move by
-/// itself (a test's stepped clock).
-#[cfg(not(any(loom, shuttle, miri)))]
-pub(super) fn clock_read_ns<P: Platform>() -> u64 {
-    static MEASURED: AtomicU32 = AtomicU32::new(u32::MAX);
-    measured_once(&MEASURED, || {
-        const READS: u64 = 64;
-        const ROUNDS: usize = 5;
-        let mut best = u64::MAX;
-        for _ in 0..ROUNDS {
-            let start = P::now_ns();
-            let mut last = start;
-            for _ in 0..READS {
-                last = core::hint::black_box(P::now_ns());
-            }
-            best = best.min(last.saturating_sub(start) / READS);
-        }
-        u32::try_from(best).unwrap_or(u32::MAX)
-    })
-}
-
-/// Under the model checkers and Miri nothing is timed: 0.
-#[cfg(any(loom, shuttle, miri))]
-pub(super) fn clock_read_ns<P: Platform>() -> u64 {
-    0
-}
-
 #[cfg(all(test, feature = "std", not(any(loom, shuttle, miri))))]
 mod tests {
     use super::*;
@@ -129,14 +94,6 @@ mod tests {
 
     /// The measurement is a plausible figure (a full fence costs something,
     /// and far less than a microsecond) and is taken once.
-    #[test]
-    fn clock_read_measured_once_and_plausible() {
-        let first = clock_read_ns::<StdPlatform>();
-        std::eprintln!("clock read: {first} ns");
-        assert!(first < 10_000, "{first} ns");
-        assert_eq!(clock_read_ns::<StdPlatform>(), first);
-    }
-
     #[test]
     fn measured_once_and_plausible() {
         let first = full_fence_x16::<StdPlatform>();

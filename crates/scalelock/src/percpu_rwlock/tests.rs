@@ -32,7 +32,7 @@ struct TestPlatform<const FENCE_NS: u64 = 0, const STEP_NS: u64 = 0, const CLOCK
 
 /// The manual clocks of `TestPlatform<_, _, CLOCK>`: one per test that
 /// uses one (by its `CLOCK`), shared by that test's threads.
-static MANUAL_CLOCKS: [AtomicU64; 7] = [const { AtomicU64::new(1 << 40) }; 7];
+static MANUAL_CLOCKS: [AtomicU64; 8] = [const { AtomicU64::new(1 << 40) }; 8];
 
 /// Moves manual clock `clock` (a `CLOCK` parameter) forward by `ns`.
 fn advance(clock: usize, ns: u64) {
@@ -869,37 +869,13 @@ fn one_close_pair_of_symmetric_writes_is_not_a_dense_phase() {
     assert_eq!(fresh.reads_per_write(7), 7);
 }
 
-/// A symmetric revocation's cost for the rule above is the cheaper of the
-/// class's last two: one that waited for a reader inside its section does
-/// not inhibit the bias.
+/// The class counts its symmetric revocations (one in `pc_sym_probe` tries
+/// the biased mode again).
 #[test]
-fn one_slow_symmetric_revocation_is_not_the_cost() {
+fn symmetric_revocations_are_counted() {
     let table = ReaderTable::new();
-    assert_eq!(table.sym_revocation_floor(40), 40);
-    assert_eq!(table.sym_revocation_floor(50_000), 40);
-    assert_eq!(table.sym_revocation_floor(60_000), 50_000);
-    assert_eq!(table.sym_revocation_floor(45), 45);
-}
-
-/// Only one symmetric revocation of a class in `pc_sym_cost_every` is
-/// timed; the others weigh the floor the timed ones left (the cheaper of
-/// the last two), which a fresh table does not have yet (so its first
-/// symmetric revocation is timed).
-#[test]
-fn untimed_symmetric_revocations_weigh_the_last_timed_ones() {
-    let table = ReaderTable::new();
-    assert_eq!(table.sym_floor_ns(), 0, "nothing timed yet");
-    table.sym_revocation_floor(40);
-    assert_eq!(table.sym_floor_ns(), 40);
-    table.sym_revocation_floor(50_000);
-    assert_eq!(table.sym_floor_ns(), 40, "one slow one is not the cost");
-    table.sym_revocation_floor(60_000);
-    assert_eq!(table.sym_floor_ns(), 50_000);
-    // The class's count of symmetric revocations picks the timed ones and
-    // the probes of the biased mode.
     let ticks: std::vec::Vec<u32> = (0..3).map(|_| table.sym_tick()).collect();
     assert_eq!(ticks, [1, 2, 3]);
-    const { assert!(TUNING.pc_sym_cost_every > 1 && TUNING.pc_sym_probe > TUNING.pc_sym_cost_every) };
 }
 
 #[test]
@@ -1298,4 +1274,117 @@ fn readers_and_writers_exclude() {
     }
     let g = s.lock.read();
     assert_eq!(g[0], s.writes.load(O::Relaxed));
+}
+
+/// A lock on table `table` and manual clock `CLOCK` in the symmetric mode,
+/// with the mode race on: forced symmetric for its first write, then not.
+fn raced<const CLOCK: usize>(
+    table: &'static ReaderTable,
+) -> RawPerCpuRwLock<TestPlatform<60_000, 0, CLOCK>> {
+    table.force_symmetric();
+    let raw = RawPerCpuRwLock::<TestPlatform<60_000, 0, CLOCK>>::with_table(table);
+    race_reads(&raw, 16);
+    let w = raw.lock_exclusive();
+    // SAFETY: from `lock_exclusive` above.
+    unsafe { raw.unlock_exclusive(w) };
+    assert_eq!(raw.state.load(O::Relaxed) & (FAST | SYM), FAST | SYM);
+    table.unforce_symmetric();
+    raw
+}
+
+/// `n` reads of `raw`.
+fn race_reads<P: Platform>(raw: &RawPerCpuRwLock<P>, n: usize) {
+    for _ in 0..n {
+        let t = raw.lock_shared();
+        // SAFETY: from `lock_shared` above.
+        unsafe { raw.unlock_shared(t) };
+    }
+}
+
+/// Writes of `raw`, each after `reads` reads and 10 µs on clock `CLOCK`,
+/// until one leaves the bias off (`None` after `max` writes): the state
+/// that write leaves, and how far ahead its window ends, ns.
+fn race_until_inhibited<const CLOCK: usize>(
+    raw: &RawPerCpuRwLock<TestPlatform<60_000, 0, CLOCK>>,
+    reads: usize,
+    max: usize,
+) -> Option<(u64, i64)> {
+    for _ in 0..max {
+        race_reads(raw, reads);
+        advance(CLOCK, 10_000);
+        let w = raw.lock_exclusive();
+        let next = w.next;
+        // SAFETY: from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+        if next & FAST == 0 {
+            let now = MANUAL_CLOCKS[CLOCK - 1].load(O::Relaxed);
+            return Some((next, -since_stamp(next, now)));
+        }
+    }
+    None
+}
+
+/// Inhibited reads of `raw`, `reads` per 10 µs on clock `CLOCK`, until a
+/// slow read brings the bias back after the window.
+fn race_window<const CLOCK: usize>(
+    raw: &RawPerCpuRwLock<TestPlatform<60_000, 0, CLOCK>>,
+    reads: usize,
+) {
+    for _ in 0..1_000 {
+        race_reads(raw, reads);
+        advance(CLOCK, 10_000);
+        if raw.state.load(O::Relaxed) & FAST != 0 {
+            return;
+        }
+    }
+    panic!("the window never ended");
+}
+
+/// The mode race through a lock, on a manual clock: symmetric reads at
+/// 1600 per ms against inhibited ones at 6400 per ms. The first symmetric
+/// phase (`SYM_PHASE_NS`, 300 µs) ends in a short window (no inhibited
+/// rate known yet); the next phase loses its race and ends in a short
+/// window again (one loss may be chance); the one after that loses again
+/// and ends in a window of `pc_dense_window_ns`.
+#[test]
+#[cfg_attr(miri, ignore = "thousands of reads on a manual clock")]
+fn slower_symmetric_reads_lose_the_mode_race() {
+    const CLOCK: usize = 6;
+    static TABLE: ReaderTable = ReaderTable::new();
+    let raw = raced::<CLOCK>(&TABLE);
+    for (phase, window) in [300_000, 300_000, TUNING.pc_dense_window_ns]
+        .into_iter()
+        .enumerate()
+    {
+        let (next, ahead) = race_until_inhibited(&raw, 16, 100)
+            .unwrap_or_else(|| panic!("phase {phase}: stayed symmetric"));
+        assert_ne!(
+            next & SYM,
+            0,
+            "phase {phase}: the bias comes back symmetric"
+        );
+        assert!(
+            ahead > window as i64 - 1_000 && ahead <= window as i64 + 1_000,
+            "phase {phase}: a window of {ahead} ns, not {window}"
+        );
+        race_window(&raw, 64);
+    }
+}
+
+/// The same with inhibited reads at 800 per ms: after the first short
+/// window the symmetric mode wins its race and stays for `EXPLORE_NS`
+/// (16 ms): no write in the next 10 ms inhibits the bias.
+#[test]
+#[cfg_attr(miri, ignore = "thousands of reads on a manual clock")]
+fn faster_symmetric_reads_win_the_mode_race() {
+    const CLOCK: usize = 8;
+    static TABLE: ReaderTable = ReaderTable::new();
+    let raw = raced::<CLOCK>(&TABLE);
+    race_until_inhibited(&raw, 16, 100).expect("a window after the first phase");
+    race_window(&raw, 8);
+    assert_eq!(
+        race_until_inhibited(&raw, 16, 1_000),
+        None,
+        "the symmetric mode won and stays"
+    );
 }

@@ -186,10 +186,6 @@ pub(crate) struct Tuning {
     /// switch the lock to the symmetric mode, unless the writes are sparse
     /// (`pc_keep_factor`): then the bias stays, however dear its fence.
     pub pc_sym_cost_ns: u64,
-    /// One symmetric revocation of a class in this many is timed (two
-    /// clock reads); the others weigh the cheaper of its last two timed
-    /// ones.
-    pub pc_sym_cost_every: u32,
     /// One symmetric revocation in this many tries the biased mode again,
     /// to measure the heavy fence anew (so one dear spell does not make the
     /// symmetric mode stick while writes keep coming).
@@ -217,23 +213,20 @@ pub(crate) struct Tuning {
     /// move its word's cache line between CPUs, where slot reads stay on
     /// their own lines.
     pub pc_read_saving_shared_ns: u64,
-    /// The symmetric mode pays when the slot reads per write (the class's
-    /// average) number at least `pc_sym_min_reads` and, at
-    /// `pc_read_saving_ns` each, save at least `pc_sym_pay_factor` times
-    /// a symmetric revocation's measured cost (the cheaper of the last
-    /// two); else the writes inhibit the bias for `pc_dense_window_ns`.
-    /// Both bounds apply, to staying symmetric and to going symmetric
-    /// from biased alike: the count is a floor (a handful of reads between
-    /// writes never pays), and where a revocation costs more than
-    /// `pc_sym_min_reads * pc_read_saving_ns / pc_sym_pay_factor` the
-    /// cost decides. The measured cost leaves out what a write costs the
-    /// readers after it (their slot lines, which the scan read, and the
-    /// state line, which it wrote twice, are each a cache miss at their
-    /// next read). The cost matters where a revocation scans many slots.
+    /// A biased revocation goes symmetric (among other rules) when the
+    /// slot reads per write (the class's average) number at least
+    /// `pc_sym_min_reads` and, at `pc_read_saving_ns` each, save at least
+    /// `pc_sym_pay_factor` times what the revocation cost without its
+    /// heavy fence. Whether the lock then stays symmetric the mode race
+    /// measures (`percpu_rwlock/mode_race.rs`).
     pub pc_sym_pay_factor: u64,
-    /// See `pc_sym_pay_factor`. Writes at random times make the count of
-    /// reads between two writes vary widely (geometrically), and the
-    /// class's average with them: with a threshold near the mean, one
+    /// Fewer slot reads per write than this (the class's average) never
+    /// pay for revoking at each: a symmetric lock inhibits the bias for
+    /// `pc_dense_window_ns` without racing the modes, and a biased one
+    /// does not go symmetric by `pc_sym_pay_factor`. Writes at random
+    /// times make the count of reads between two writes vary widely
+    /// (geometrically), and the class's average with them: with a
+    /// threshold near the mean, one
     /// dip below it in a few hundred revocations inhibited the bias for a
     /// whole `pc_dense_window_ns`. At 48, random writes at 99% reads kept
     /// the readers on the underlying lock well over half the time. On 2
@@ -244,7 +237,8 @@ pub(crate) struct Tuning {
     /// back doubles the class's inhibition multiplier.
     pub pc_wasted_factor: u64,
     /// How long symmetric writes with too few reads between them
-    /// (`pc_sym_pay_factor`) inhibit the bias.
+    /// (`pc_sym_min_reads`), or a symmetric phase that lost the mode race
+    /// twice in a row, inhibit the bias.
     pub pc_dense_window_ns: u64,
     /// Symmetric writes further apart than this, or than `pc_keep_factor`
     /// times the class's last heavy fence if that is less, bring the
@@ -322,7 +316,6 @@ const NATIVE: Tuning = Tuning {
     pc_writer_steps: 11,
     pc_clock_every: 256,
     pc_sym_cost_ns: 2_000,
-    pc_sym_cost_every: 8,
     pc_sym_probe: 64,
     pc_keep_factor: 4,
     pc_read_saving_ns: 10,
@@ -402,7 +395,6 @@ const LOOM: Tuning = Tuning {
     pc_clock_every: 1,
     pc_sym_cost_ns: 2_000,
     // Every symmetric revocation is timed (models have no real clock).
-    pc_sym_cost_every: 1,
     // Every other symmetric revocation probes: models reach the switch.
     pc_sym_probe: 2,
     pc_keep_factor: 8,
