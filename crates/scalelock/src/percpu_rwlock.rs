@@ -75,14 +75,17 @@
 //!     quickly and shrinks when it does not; a slow reader re-enables the
 //!     bias once the window is over (reading the clock on one slow read in
 //!     `pc_clock_every`).
-//! - from **symmetric**: writes further apart than `pc_rare_ns`, or than
-//!   `pc_keep_factor` heavy fences (the cheaper of the class's last two),
-//!   and one symmetric revocation in `pc_sym_probe` (to measure the heavy
-//!   fence again), go back to **biased**; else, if the class's average
-//!   reads per write number fewer than `pc_sym_min_reads` (a handful of
-//!   reads between writes never pays for revoking at each), go
-//!   **inhibited** for `pc_dense_window_ns` (with `SYM` kept, so the bias
-//!   comes back symmetric); else the *mode race* decides
+//! - from **symmetric**: two writes in a row further apart than
+//!   `pc_rare_ns`, or than `pc_keep_factor` heavy fences (the cheaper of
+//!   the class's last two; one long gap among writes at random times is
+//!   chance), and one symmetric revocation in `pc_sym_probe` once the
+//!   class's last heavy fence began `pc_probe_fences` times its cost ago
+//!   (to measure the heavy fence again, at a small share of the time), go
+//!   back to **biased**; else, if the class's average reads per write
+//!   number fewer than `pc_sym_min_reads` (a handful of reads between
+//!   writes never pays for revoking at each), go **inhibited** for
+//!   `pc_dense_window_ns` (with `SYM` kept, so the bias comes back
+//!   symmetric); else the *mode race* decides
 //!   (`percpu_rwlock/mode_race.rs`): the class measures its reads per
 //!   millisecond in symmetric phases and in inhibited windows, and a
 //!   symmetric phase that read slower than the last window ends in a
@@ -1142,9 +1145,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         if !table.inhibits() {
             // Xen: the bias comes back at unlock, in the mode the cost says.
             let sym = if old & SYM == 0 {
-                table.dear_fences(fence_ns, TUNING.pc_sym_cost_ns) || table.forced_symmetric()
+                table.dear_fences(fence_ns, TUNING.pc_sym_cost_ns, now) || table.forced_symmetric()
             } else {
-                !sym_tick.is_multiple_of(TUNING.pc_sym_probe)
+                // The clock is read only on a probe's count.
+                !(sym_tick.is_multiple_of(TUNING.pc_sym_probe) && table.probe_due(P::now_ns()))
             };
             return Some(keep | if sym { FAST | SYM } else { bias::<P>() });
         }
@@ -1156,7 +1160,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // adapt m to how long the bias lasted since it came back.
             let end = P::now_ns();
             let cost = end.saturating_sub(now).max(1);
-            let dear = table.dear_fences(fence_ns, TUNING.pc_sym_cost_ns);
+            let dear = table.dear_fences(fence_ns, TUNING.pc_sym_cost_ns, now);
             if table.forced_symmetric() {
                 return Some(keep | FAST | SYM | stamp_at(end));
             }
@@ -1228,19 +1232,26 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let gap = since_stamp(old, end);
         // Rare: the heavy fence the biased mode would pay at the next
         // write (the cheaper of the last two: one may have been preempted)
-        // is at most 1/pc_keep_factor of the gap (the keep rule of a biased
-        // revocation), or the gap is `pc_rare_ns` anyway (also when the
-        // fence's cost is unknown).
+        // is at most 1/pc_keep_factor of the gaps (the keep rule of a
+        // biased revocation), or the gaps are `pc_rare_ns` anyway (also
+        // when the fence's cost is unknown).
         let rare_ns = match table.fence_floor_ns() {
             0 => TUNING.pc_rare_ns,
             f => TUNING
                 .pc_rare_ns
                 .min(f.saturating_mul(TUNING.pc_keep_factor)),
         };
-        if gap < 0 || (gap as u64) >= rare_ns || sym_tick.is_multiple_of(TUNING.pc_sym_probe) {
-            // Rare writes (or a gap too long for the stamp to tell), or
-            // time to measure the heavy fence again: biased (the bias is
-            // on from now).
+        // The shorter of this gap and the class's previous one: one long
+        // gap between random writes says little (`gap_floor`). Negative:
+        // too long for the stamp to tell.
+        let gaps = table.gap_floor(if gap < 0 { u64::MAX } else { gap as u64 });
+        let probe = sym_tick.is_multiple_of(TUNING.pc_sym_probe) && table.probe_due(end);
+        if gaps >= rare_ns || probe {
+            // Rare writes (two gaps in a row; a gap too long for the
+            // stamp to tell counts as long), or time to measure the heavy
+            // fence again (once in a while, and long enough after the last
+            // for that fence to cost little): biased (the bias is on from
+            // now).
             return Some(keep | bias::<P>() | stamp_at(end));
         }
         let slow = table.slow_reads_total(P::reader_slot_bound());
@@ -1256,8 +1267,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
         // Symmetric or inhibited, whichever the class measured faster
         // (`mode_race.rs`). The gap is from the last write, or from the
-        // bias's return after a window.
-        let on_since = end.saturating_sub(gap as u64);
+        // bias's return after a window (too long ago for the stamp: 0,
+        // which leaves a window unmeasured).
+        let on_since = if gap < 0 { 0 } else { end - gap as u64 };
         match table.race().judge(end, on_since, fast_reads, slow) {
             Verdict::Symmetric => Some(keep | FAST | SYM | stamp_at(end)),
             // Readers go to the underlying lock for a window, and come

@@ -72,6 +72,7 @@ use core::ptr;
 use crate::percpu_rwlock::mode_race::ModeRace;
 use crate::platform::Platform;
 use crate::sync::atomic::{AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
+use crate::wait::TUNING;
 
 /// Reader slots per table: the most reader contexts that can use the fast
 /// path at once. (Four under loom and shuttle, to keep models small and
@@ -288,9 +289,14 @@ pub struct ReaderTable {
     fence_ns: AtomicU32,
     /// The cheaper of the last two of those (`fence_floor_ns`).
     fence_floor_ns: AtomicU32,
+    /// When the class's last asymmetric revocation began, on the
+    /// platform's clock, ns (`probe_due`).
+    fence_at_ns: AtomicU64,
     /// Whole cost of the class's last asymmetric revocation, ns
     /// (`revocation_floor`).
     revocation_ns: AtomicU32,
+    /// The gap before the class's last symmetric write, ns (`gap_floor`).
+    gap_ns: AtomicU32,
     /// Symmetric revocations of the class's locks (wrapping): one in
     /// `pc_sym_probe` tries the biased mode again.
     sym_revocations: AtomicU32,
@@ -382,7 +388,9 @@ impl ReaderTable {
             fast_reads_seen: AtomicU32::new(0),
             fence_ns: AtomicU32::new(0),
             fence_floor_ns: AtomicU32::new(0),
+            fence_at_ns: AtomicU64::new(0),
             revocation_ns: AtomicU32::new(0),
+            gap_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
             reads_per_write_x16: AtomicU32::new(0),
             platform: AtomicU64::new(0),
@@ -409,7 +417,9 @@ impl ReaderTable {
             fast_reads_seen: AtomicU32::new(0),
             fence_ns: AtomicU32::new(0),
             fence_floor_ns: AtomicU32::new(0),
+            fence_at_ns: AtomicU64::new(0),
             revocation_ns: AtomicU32::new(0),
+            gap_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
             reads_per_write_x16: AtomicU32::new(0),
             platform: AtomicU64::new(0),
@@ -519,14 +529,29 @@ impl ReaderTable {
         record_cost(&self.revocation_ns, ns).1
     }
 
-    /// Records the heavy fence's cost `ns` of an asymmetric revocation, and
-    /// says whether this one and the previous one were both at least
-    /// `dear_ns`: one dear fence alone is more likely an interrupt or a
-    /// preemption during the `membarrier` than other CPUs busy running our
-    /// readers. Relaxed: a hint (racing writers of other locks of the class
-    /// may lose one record).
+    /// Records the gap `ns` between a symmetric write and the previous
+    /// write (or the bias's return) and returns the shorter of it and the
+    /// previous such gap (it alone the first time): what the rule that
+    /// brings the biased mode back weighs. Writes at random times leave
+    /// gaps of geometric length, so one gap of several times the mean
+    /// comes every few dozen writes (each a `membarrier` at the next write
+    /// if it brought the bias back), two in a row far more rarely; writes
+    /// that really became rare leave two long gaps at once. Relaxed: a
+    /// hint.
     #[inline]
-    pub(crate) fn dear_fences(&self, ns: u64, dear_ns: u64) -> bool {
+    pub(crate) fn gap_floor(&self, ns: u64) -> u64 {
+        record_cost(&self.gap_ns, ns).1
+    }
+
+    /// Records the heavy fence's cost `ns` of an asymmetric revocation that
+    /// began at `at_ns`, and says whether this one and the previous one
+    /// were both at least `dear_ns`: one dear fence alone is more likely an
+    /// interrupt or a preemption during the `membarrier` than other CPUs
+    /// busy running our readers. Relaxed: a hint (racing writers of other
+    /// locks of the class may lose one record).
+    #[inline]
+    pub(crate) fn dear_fences(&self, ns: u64, dear_ns: u64, at_ns: u64) -> bool {
+        self.fence_at_ns.store(at_ns, Ordering::Relaxed);
         let (prev, floor) = record_cost(&self.fence_ns, ns);
         self.fence_floor_ns.store(floor as u32, Ordering::Relaxed);
         ns >= dear_ns && prev >= dear_ns
@@ -558,10 +583,23 @@ impl ReaderTable {
         self.reads_per_write_x16.load(Ordering::Relaxed)
     }
 
+    /// Whether a symmetric revocation at `now_ns` may probe the biased mode
+    /// (one in `pc_sym_probe` does): the class's last heavy fence began at
+    /// least `pc_probe_fences` times its cost ago, or there was none yet.
+    /// That fence's own cost, not the cheaper of the last two: where the
+    /// fence is sometimes cheap (no other CPU runs our threads) and
+    /// sometimes dear, the probes should be spaced by the dear one.
+    /// Relaxed: a hint.
+    #[inline]
+    pub(crate) fn probe_due(&self, now_ns: u64) -> bool {
+        let since = now_ns.saturating_sub(self.fence_at_ns.load(Ordering::Relaxed));
+        let fence = u64::from(self.fence_ns.load(Ordering::Relaxed));
+        since >= fence.saturating_mul(TUNING.pc_probe_fences)
+    }
+
     /// Counts a symmetric revocation of the class's locks and returns the
-    /// count (wrapping): one in `pc_sym_probe` tries the biased mode again,
-    /// one in `pc_sym_cost_every` times itself. Relaxed load and store: a
-    /// hint.
+    /// count (wrapping): one in `pc_sym_probe` tries the biased mode again
+    /// (if `probe_due`). Relaxed load and store: a hint.
     #[inline]
     pub(crate) fn sym_tick(&self) -> u32 {
         let n = self.sym_revocations.load(Ordering::Relaxed).wrapping_add(1);

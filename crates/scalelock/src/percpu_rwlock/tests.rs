@@ -501,8 +501,11 @@ fn sparse_writes_keep_the_bias() {
 }
 
 /// The symmetric mode does not stick while writes keep coming: one
-/// symmetric revocation in `pc_sym_probe` tries the biased mode again. On
-/// a manual clock, so that no gap is rare by accident.
+/// symmetric revocation in `pc_sym_probe` tries the biased mode again, but
+/// only once the class's last heavy fence is `pc_probe_fences` times its
+/// cost ago, so that the probes' fences cost a small share of the time
+/// however dense the writes. On a manual clock, so that no gap is rare by
+/// accident.
 #[test]
 #[cfg_attr(
     miri,
@@ -510,39 +513,55 @@ fn sparse_writes_keep_the_bias() {
 )]
 fn symmetric_mode_probes_the_bias_again() {
     const CLOCK: usize = 2;
+    const FENCE_NS: u64 = 60_000;
+    const GAP_NS: u64 = 20_000;
     static FORCED: ReaderTable = ReaderTable::new();
     FORCED.force_symmetric();
     // Heavy fences of 60 µs and writes 20 µs apart: no gap is
     // `pc_keep_factor` fences long, so only the probe brings the bias back.
-    let raw = RawPerCpuRwLock::<TestPlatform<60_000, 0, CLOCK>>::with_table(&FORCED);
-    let rounds = 3 * TUNING.pc_sym_probe;
-    let mut biased = 0;
+    let raw = RawPerCpuRwLock::<TestPlatform<FENCE_NS, 0, CLOCK>>::with_table(&FORCED);
+    // Writes between two probes: at least the wait after the probe's heavy
+    // fence, at most that plus one probe count more (and the biased
+    // write).
+    let wait = (FENCE_NS * TUNING.pc_probe_fences).div_ceil(GAP_NS) as u32;
+    let period = wait + TUNING.pc_sym_probe + 1;
+    const { assert!(TUNING.pc_probe_fences > 1) };
+    let rounds = 3 * period + 2;
+    let mut probes = std::vec::Vec::new();
     let mut symmetric = 0;
-    for _ in 0..rounds {
+    for round in 0..rounds {
         // Enough reads per write to keep the symmetric mode (not inhibit).
         for _ in 0..2 * TUNING.pc_sym_min_reads {
             let t = raw.lock_shared();
             // SAFETY: from `lock_shared` above.
             unsafe { raw.unlock_shared(t) };
         }
-        advance(CLOCK, 20_000);
+        advance(CLOCK, GAP_NS);
         let w = raw.lock_exclusive();
         match w.next & (FAST | SYM) {
-            FAST => biased += 1,
+            FAST => probes.push(round),
             s if s == FAST | SYM => symmetric += 1,
             s => panic!("forced symmetric: neither biased nor symmetric ({s:#x})"),
         }
         // SAFETY: from `lock_exclusive` above.
         unsafe { raw.unlock_exclusive(w) };
     }
-    assert_eq!(biased + symmetric, rounds);
-    // Once per `pc_sym_probe` symmetric revocations, give or take the
-    // first (the table's probe count starts anywhere in its period).
-    let probes = rounds / TUNING.pc_sym_probe;
+    assert_eq!(probes.len() + symmetric, rounds as usize);
+    // The first probe comes within a probe count (the table's count starts
+    // anywhere in its period, and no heavy fence was timed before the
+    // forced switch's); each next one no sooner than the wait, and no
+    // later than one probe count after it.
     assert!(
-        (probes - 1..=probes + 1).contains(&biased),
-        "the symmetric mode tried the bias again once per probe period ({biased} in {rounds})"
+        probes.len() >= 3,
+        "the symmetric mode tried the bias again: {probes:?}"
     );
+    for pair in probes.windows(2) {
+        let apart = pair[1] - pair[0];
+        assert!(
+            (wait..=period).contains(&apart),
+            "probes {apart} writes apart, not {wait}-{period}: {probes:?}"
+        );
+    }
 }
 
 /// One revocation that waits for a long read (as for a reader preempted
@@ -745,8 +764,9 @@ fn dear_fences_keep_the_bias_for_sparse_writes() {
 }
 
 /// The symmetric mode brings the bias back once writes are further apart
-/// than `pc_keep_factor` heavy fences, not only past `pc_rare_ns`. On a
-/// manual clock, with heavy fences of 5 µs.
+/// than `pc_keep_factor` heavy fences, not only past `pc_rare_ns`, twice in
+/// a row: one long gap among short ones is chance. On a manual clock, with
+/// heavy fences of 5 µs.
 #[test]
 fn symmetric_mode_returns_to_the_bias_when_writes_thin_out() {
     const CLOCK: usize = 5;
@@ -782,7 +802,8 @@ fn symmetric_mode_returns_to_the_bias_when_writes_thin_out() {
             advance(CLOCK, 10_000);
             let next = write();
             if mode(next) == FAST {
-                // (the probe, once per `pc_sym_probe` revocations)
+                // (the probe: one in `pc_sym_probe` revocations, once
+                // `pc_probe_fences` fences passed)
                 break;
             }
             assert_eq!(mode(next), FAST | SYM, "round {round}: dense writes");
@@ -796,12 +817,32 @@ fn symmetric_mode_returns_to_the_bias_when_writes_thin_out() {
             assert_eq!(mode(write()), FAST | SYM, "forced symmetric");
             continue;
         }
-        // ... and one 200 µs after the last (40 fences, under
-        // `pc_rare_ns`) brings the bias back.
+        // ... and so does one 200 µs after the last (40 fences, under
+        // `pc_rare_ns`) between short gaps: writes at random times leave
+        // such a gap now and then...
         read();
         advance(CLOCK, 200_000);
         const { assert!(200_000 < TUNING.pc_rare_ns) };
-        assert_eq!(mode(write()), FAST, "round {round}: writes thinned out");
+        assert_eq!(mode(write()), FAST | SYM, "round {round}: one long gap");
+        read();
+        advance(CLOCK, 10_000);
+        assert_eq!(
+            mode(write()),
+            FAST | SYM,
+            "round {round}: dense writes again"
+        );
+        // ... but two such gaps in a row (writes thinned out) bring the
+        // bias back.
+        for second in [false, true] {
+            read();
+            advance(CLOCK, 200_000);
+            let want = if second { FAST } else { FAST | SYM };
+            assert_eq!(
+                mode(write()),
+                want,
+                "round {round}: writes thinned out ({second})"
+            );
+        }
         // Biased again; its next revocation goes symmetric (forced).
         read();
         advance(CLOCK, 10_000);

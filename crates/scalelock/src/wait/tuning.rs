@@ -188,8 +188,17 @@ pub(crate) struct Tuning {
     pub pc_sym_cost_ns: u64,
     /// One symmetric revocation in this many tries the biased mode again,
     /// to measure the heavy fence anew (so one dear spell does not make the
-    /// symmetric mode stick while writes keep coming).
+    /// symmetric mode stick while writes keep coming), if the class's last
+    /// heavy fence is `pc_probe_fences` fences ago.
     pub pc_sym_probe: u32,
+    /// The symmetric mode's probe (`pc_sym_probe`) waits until the class's
+    /// last heavy fence began at least this many times its cost ago, so
+    /// that the probes' `membarrier`s, each costing the writer and every
+    /// CPU it interrupts about as long, take at most about 2/n of the
+    /// time. By count alone, dense writes (one per few hundred ns at 95%
+    /// reads) probed every few tens of microseconds, each probe a fence of
+    /// several microseconds where other CPUs run the readers.
+    pub pc_probe_fences: u64,
     /// A revocation after the bias was on for at least this many
     /// revocation costs brings the bias back at unlock, with no inhibition
     /// window: revoking at writes this sparse costs at most this fraction
@@ -240,9 +249,11 @@ pub(crate) struct Tuning {
     /// (`pc_sym_min_reads`), or a symmetric phase that lost the mode race
     /// twice in a row, inhibit the bias.
     pub pc_dense_window_ns: u64,
-    /// Symmetric writes further apart than this, or than `pc_keep_factor`
-    /// times the class's last heavy fence if that is less, bring the
-    /// biased mode back.
+    /// Two symmetric writes in a row further apart than this (each from
+    /// the write before it), or than `pc_keep_factor` times the class's
+    /// heavy fence (the cheaper of its last two) if that is less, bring
+    /// the biased mode back. Two, not one: writes at random times leave a
+    /// gap of several times their mean gap every few dozen writes.
     pub pc_rare_ns: u64,
 
     // --- refresh ---
@@ -317,6 +328,7 @@ const NATIVE: Tuning = Tuning {
     pc_clock_every: 256,
     pc_sym_cost_ns: 2_000,
     pc_sym_probe: 64,
+    pc_probe_fences: 256,
     pc_keep_factor: 4,
     pc_read_saving_ns: 10,
     pc_read_saving_shared_ns: 30,
@@ -397,6 +409,8 @@ const LOOM: Tuning = Tuning {
     // Every symmetric revocation is timed (models have no real clock).
     // Every other symmetric revocation probes: models reach the switch.
     pc_sym_probe: 2,
+    // No wait: models have no real fence cost.
+    pc_probe_fences: 0,
     pc_keep_factor: 8,
     // Off: the models decide by the stepped times alone.
     pc_read_saving_ns: 0,
