@@ -588,8 +588,9 @@ impl ReaderTable {
     /// least `pc_probe_fences` times its cost ago, or there was none yet.
     /// That fence's own cost, not the cheaper of the last two: where the
     /// fence is sometimes cheap (no other CPU runs our threads) and
-    /// sometimes dear, the probes should be spaced by the dear one.
-    /// Relaxed: a hint.
+    /// sometimes dear, a dear probe waits long before the next, where the
+    /// cheaper one would space every probe by the cheap cost. Relaxed: a
+    /// hint.
     #[inline]
     pub(crate) fn probe_due(&self, now_ns: u64) -> bool {
         let since = now_ns.saturating_sub(self.fence_at_ns.load(Ordering::Relaxed));

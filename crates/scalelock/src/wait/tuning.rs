@@ -188,8 +188,8 @@ pub(crate) struct Tuning {
     pub pc_sym_cost_ns: u64,
     /// One symmetric revocation in this many tries the biased mode again,
     /// to measure the heavy fence anew (so one dear spell does not make the
-    /// symmetric mode stick while writes keep coming), if the class's last
-    /// heavy fence is `pc_probe_fences` fences ago.
+    /// symmetric mode stick while writes keep coming), once the class's
+    /// last heavy fence began `pc_probe_fences` times its cost ago.
     pub pc_sym_probe: u32,
     /// The symmetric mode's probe (`pc_sym_probe`) waits until the class's
     /// last heavy fence began at least this many times its cost ago, so
