@@ -28,7 +28,10 @@
 //!   slow readers). If `FAST` is set, *revoke* it: clear `FAST`, fence, then
 //!   for every slot index handed out so far wait while that slot names this
 //!   lock (spin, then park on the slot). Unlock: release the underlying
-//!   lock, first setting the state the next readers find (see "Modes").
+//!   lock, first setting the state the next readers find (see "Modes");
+//!   where that state has `FAST`, writes are sparse and threads queue on
+//!   the underlying lock, fairly (see "Writes end the underlying lock's
+//!   batches").
 //!
 //! # Modes: which fence a read pays, chosen by the writes
 //! The fast read and the revoking write are the store-buffering pattern
@@ -232,6 +235,27 @@
 //! lock (slow readers drain, new ones queue) and only then revokes the bias
 //! (fast readers drain): revoking earlier would let a slow reader that is
 //! still inside re-enable the bias behind the revocation's back.
+//!
+//! # Writes end the underlying lock's batches
+//! A contended acquirer of the underlying lock sleeps through a *batch*
+//! (see `qrwlock`, "Fair and fast: batches"): up to a millisecond while the
+//! running threads keep using that lock, which amortises the hand-off when
+//! they hold it back to back, as an inhibited lock's readers and writers
+//! do. With `FAST` set (biased or symmetric) and writes sparse, that lock
+//! has no such stream: the readers are on their slots, and its holders are
+//! single writes far apart, each a revocation and a critical section. A
+//! waiter that met one of them (a slow reader that met a revocation, or a
+//! writer behind another) slept through the batch anyway, with the lock
+//! free nearly all that time, and where threads outnumber CPUs the writers
+//! that queued behind it slept too, until whole CPUs stood idle. So a
+//! write that leaves `FAST` set while the class averages `pc_handoff_reads`
+//! slot reads per write or more, and while another thread queues behind
+//! the waiter (`QRwCore::queued_behind_waiter`), releases the underlying
+//! lock fairly: the waiter gets the lock next (`HANDOFF`, and its sleep is
+//! woken). A lone waiter keeps its batch (the other threads run: no CPU
+//! stands idle for it, and a hand-off would make the next write wait for
+//! its wake-up), and so do denser writes (fewer reads between them), which
+//! the batches pay off for.
 //!
 //! # Timed and fair operations
 //! `try_read_for`, `try_write_until`, `try_upgradable_read_for`,
@@ -1667,9 +1691,19 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
     unsafe fn unlock_exclusive(&self, token: PerCpuWriteToken) {
         let addr = self.addr();
         self.leave(token.next);
-        // SAFETY: the token stands for our underlying write lock, whose guard
-        // state is `GuardSend`.
-        unsafe { self.inner.unlock_exclusive(GuardSend::new()) };
+        if token.next & FAST != 0
+            && table_of(token.next).sparse_writes()
+            && self.inner.queued_behind_waiter()
+        {
+            // The bias stays on, writes are sparse, and threads queue
+            // behind a waiter: it gets the underlying lock next (see "Writes
+            // end the underlying lock's batches").
+            self.inner.unlock_exclusive_fair();
+        } else {
+            // SAFETY: the token stands for our underlying write lock, whose
+            // guard state is `GuardSend`.
+            unsafe { self.inner.unlock_exclusive(GuardSend::new()) };
+        }
         token.held.release(addr);
     }
 

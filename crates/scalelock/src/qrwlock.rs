@@ -392,6 +392,14 @@ impl<P: Platform> QRwCore<P> {
         }
     }
 
+    /// Whether a contended acquirer queues behind the one that holds
+    /// `wait_lock` (a snapshot): besides the waiter that may wait out a
+    /// batch, another thread is stuck.
+    #[inline]
+    pub(crate) fn queued_behind_waiter(&self) -> bool {
+        self.wait_lock.has_waiter()
+    }
+
     /// Releases the write lock fairly (see `release_fair`).
     pub(crate) fn unlock_exclusive_fair(&self) {
         let old = self.release_fair(W_LOCKED);
@@ -1521,6 +1529,34 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
 }
 
 mod timed;
+
+/// Test support for the locks built on the core (`PerCpuRwLock`'s tests).
+#[cfg(all(test, not(loom)))]
+impl<P: Platform> QRwCore<P> {
+    /// Marks a waiter that waits out a batch (`QUIET`), as `wait_batch`
+    /// does.
+    pub(crate) fn mark_quiet_for_test(&self) {
+        self.cnts.fetch_or(QUIET, Ordering::Relaxed);
+    }
+
+    /// Stands in (or no longer) for a thread queued behind the `wait_lock`
+    /// holder (`queued_behind_waiter`).
+    pub(crate) fn mark_queued_for_test(&self, on: bool) {
+        self.wait_lock.set_pending_for_test(on);
+    }
+
+    /// Takes the waiter's `QUIET` (and a `HANDOFF` left for it) back, as
+    /// its claim would.
+    pub(crate) fn clear_quiet_for_test(&self) {
+        self.cnts.fetch_and(!(QUIET | HANDOFF), Ordering::Relaxed);
+    }
+
+    /// Whether the word has `QUIET`, `HANDOFF` and `W_LOCKED` set.
+    pub(crate) fn batch_bits_for_test(&self) -> (bool, bool, bool) {
+        let v = self.cnts.load(Ordering::Relaxed);
+        (v & QUIET != 0, v & HANDOFF != 0, v & W_LOCKED != 0)
+    }
+}
 
 #[cfg(all(test, not(loom)))]
 mod tests {

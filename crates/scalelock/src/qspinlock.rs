@@ -1032,6 +1032,16 @@ impl<P: Platform> QSpinCore<P> {
         self.locked.load(Ordering::Relaxed) != FREE || self.has_waiter()
     }
 
+    /// Tests: sets or clears `PENDING`, standing in for a first waiter.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn set_pending_for_test(&self, on: bool) {
+        if on {
+            self.flags.fetch_or(PENDING, Ordering::Relaxed);
+        } else {
+            self.flags.fetch_and(!PENDING, Ordering::Relaxed);
+        }
+    }
+
     /// Whether a thread waits for the lock, first in line or queued (a
     /// snapshot).
     #[inline]

@@ -583,6 +583,24 @@ impl ReaderTable {
         self.reads_per_write_x16.load(Ordering::Relaxed)
     }
 
+    /// Tests: sets the class's average slot reads per revocation, in
+    /// 1/16ths.
+    #[cfg(test)]
+    pub(crate) fn set_reads_per_write_x16(&self, x16: u32) {
+        self.reads_per_write_x16.store(x16, Ordering::Relaxed);
+    }
+
+    /// Whether the class's writes are sparse enough that a write leaving
+    /// the bias on should hand the underlying lock to a waiter
+    /// (`pc_handoff_reads` slot reads per write or more, on average; a
+    /// class whose writes never weigh the reads, Xen's policy, never
+    /// does). Relaxed: a hint.
+    #[inline]
+    pub(crate) fn sparse_writes(&self) -> bool {
+        u64::from(self.reads_per_write_x16.load(Ordering::Relaxed))
+            >= TUNING.pc_handoff_reads.saturating_mul(16)
+    }
+
     /// Whether a symmetric revocation at `now_ns` may probe the biased mode
     /// (one in `pc_sym_probe` does): the class's last heavy fence began at
     /// least `pc_probe_fences` times its cost ago, or there was none yet.

@@ -1429,3 +1429,40 @@ fn faster_symmetric_reads_win_the_mode_race() {
         "the symmetric mode won and stays"
     );
 }
+
+/// A write that leaves the bias on, in a class whose writes are sparse,
+/// while a thread queues behind the underlying lock's waiter, hands that
+/// lock to the waiter (`HANDOFF` next to its `QUIET`); with denser writes
+/// (still enough reads per write for the symmetric mode), or with nobody
+/// queued behind the waiter, the release is the plain one ("Writes end the
+/// underlying lock's batches").
+#[test]
+fn a_sparse_write_that_leaves_the_bias_on_hands_off() {
+    static TABLE: ReaderTable = ReaderTable::new();
+    TABLE.force_symmetric();
+    let raw = RawPerCpuRwLock::<StdP>::with_table(&TABLE);
+    let sparse = 4 * TUNING.pc_handoff_reads;
+    let denser = TUNING.pc_handoff_reads / 4;
+    for (reads_per_write, queued, handoff) in [
+        (sparse, true, true),
+        (denser, true, false),
+        (sparse, false, false),
+    ] {
+        // A write without reads folds 0 into the average: 7/8 of it stays.
+        TABLE.set_reads_per_write_x16((reads_per_write * 16) as u32);
+        let w = raw.lock_exclusive();
+        assert_ne!(w.next & FAST, 0, "a symmetric write leaves the bias on");
+        raw.inner.mark_quiet_for_test();
+        raw.inner.mark_queued_for_test(queued);
+        // SAFETY: `w` came from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+        assert_eq!(
+            raw.inner.batch_bits_for_test(),
+            (true, handoff, false),
+            "{reads_per_write} reads per write, queued {queued}: (QUIET, HANDOFF, W_LOCKED)"
+        );
+        // The stand-in waiters leave.
+        raw.inner.mark_queued_for_test(false);
+        raw.inner.clear_quiet_for_test();
+    }
+}
