@@ -259,10 +259,11 @@ pub(crate) struct Tuning {
     /// class averages at least this many slot reads per write, and while a
     /// thread queues behind the underlying lock's waiter, releases that
     /// lock fairly: the waiter gets it next (see `percpu_rwlock`, "Writes
-    /// end the underlying lock's batches"). On 2 CPUs, handing off at every
-    /// such write gained 1.1-1.3x at 4-16 threads and 99.9% reads (about
-    /// 1,000 reads per write) and was even at 99% (100); without the
-    /// threshold it lost 3-6% at 50-95% reads (the README has the figures).
+    /// end the underlying lock's batches"). On 2 CPUs the hand-off gained
+    /// 1.1-1.3x at 4-16 threads and 99.9% reads (about 1,000 reads per
+    /// write). At every write that leaves the bias on it was even at 99%
+    /// (100) and lost 3-6% at 50-95% reads; without the queue condition,
+    /// about 10% at 2 threads and 99.9% (the README has the figures).
     pub pc_handoff_reads: u64,
 
     // --- refresh ---
@@ -430,7 +431,7 @@ const LOOM: Tuning = Tuning {
     pc_wasted_factor: 4,
     pc_dense_window_ns: 1_000_000,
     pc_rare_ns: 500_000,
-    // Any read: the models reach the fair release after a read.
+    // Any read: in the models a write after one read may hand off.
     pc_handoff_reads: 1,
 
     rf_poll_relaxes: 4,
