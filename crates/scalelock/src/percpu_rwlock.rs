@@ -484,15 +484,8 @@ impl PerCpuReadToken {
     }
 }
 
-/// `revoke_and_decide`'s answer for a write that found the lock inhibited:
-/// the unlock leaves the state as it is, without loading it. (While the
-/// write holds the underlying lock nobody else changes the mode bits or
-/// the stamp, see `leave`; and no decided state is 0: every one keeps the
-/// id, invariant 4.)
-const UNCHANGED: u64 = 0;
-
 /// Guard state of an exclusive acquisition: the state the write unlock
-/// leaves (its mode bits and stamp), decided by the write, or `UNCHANGED`.
+/// leaves (its mode bits and stamp), decided by the write.
 pub struct PerCpuWriteToken {
     next: u64,
     /// Statistics and lockdep state of the hold (zero-sized without them).
@@ -1077,20 +1070,17 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 
     /// With the underlying lock held exclusively: clears `FAST` if set and waits until no slot names this
-    /// lock; returns the state the next unlock should leave (`UNCHANGED`
-    /// for an inhibited lock).
+    /// lock; returns the state the next unlock should leave.
     #[inline]
     fn revoke_and_decide(&self) -> u64 {
         // Inhibited (the common write under dense writes): no reader uses a
-        // slot; keep the window and mode, and tell the unlock so, which then
-        // touches the state no more (it compared the state with this one, a
-        // load and five instructions per write). Inline whatever the
-        // compiler makes of the rest.
+        // slot; keep the window and mode. Inline whatever the compiler
+        // makes of the rest.
         let s = self.state.load(Ordering::Relaxed);
         if s & FAST == 0 {
             // Invariant 4.
             debug_assert_ne!(s & ID_MASK, 0, "an inhibited lock without an id");
-            return UNCHANGED;
+            return s;
         }
         self.revoke_and_decide_slow()
     }
@@ -1315,22 +1305,13 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// Sets the state a write leaves at unlock or downgrade (mode, stamp,
     /// `FAST`), keeping the id and table. Release pairs with fast readers'
     /// Acquire re-load of the state.
-    ///
-    /// `UNCHANGED` leaves the state alone: the write found the lock
-    /// inhibited, and the bits a write decides (`FAST`, `SYM`, the stamp)
-    /// are the write's alone while it holds the underlying lock (readers
-    /// re-enable the bias only holding a read lock, `reenable`; an id is
-    /// assigned once, and the hooks' `MARK` is kept either way).
     #[inline]
     fn leave(&self, next: u64) {
         const KEEP: u64 = MARK | ID_MASK | TABLE_MASK;
-        if next == UNCHANGED {
-            return;
-        }
         let s = self.state.load(Ordering::Relaxed);
         if s & !KEEP == next & !KEEP {
-            // Nothing changes (a write that decided to keep the state):
-            // leave the line alone, every reader reads it.
+            // Nothing changes (an inhibited write): leave the line alone,
+            // every reader reads it.
             return;
         }
         // A store: the writer is the state's only writer (see
