@@ -10,8 +10,9 @@
 # worktree), so any commit can be counted.
 # usage: scripts/mix_instructions.sh COMMIT [COMMIT...]
 # env: READS (50,90: read percentages), COUNT_OPS (100000 per call; the
-# program calls each loop four times: a warm-up and three timed calls,
-# and divides by all of them). Needs valgrind.
+# program calls each loop four times, the first one settling the lock's
+# id, slot and mode, and the count is divided by all four). Needs
+# valgrind.
 set -euo pipefail
 source "$(dirname "$0")/ab_build.sh"
 ops=${COUNT_OPS:-100000}
