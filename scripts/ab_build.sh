@@ -1,4 +1,4 @@
-# Shared by scripts/ab_*.sh and hooks_off_instructions.sh (sourced, not
+# Shared by scripts/ab_*.sh, hooks_off_instructions.sh and mix_instructions.sh
 # run): the repository root, building one commit's bench binary, and
 # running two binaries alternately.
 root=$(git rev-parse --show-toplevel)
@@ -39,4 +39,17 @@ ab_alternate() {
       if [ $s = A ]; then $run $s $ba $i; else $run $s $bb $i; fi >> $raw
     done
   done
+}
+
+# callgrind_per_op OPS FUNCTION COMMAND...: runs COMMAND under callgrind,
+# counting only inside FUNCTION (a symbol pattern, e.g. `crate::loop_fn`),
+# and prints the instructions counted over OPS. Environment the program
+# reads goes before the call (`VAR=x callgrind_per_op ...`). Needs valgrind.
+callgrind_per_op() {
+  local n=$1 fn=$2 f; shift 2
+  f=$(mktemp)
+  valgrind --tool=callgrind --smc-check=all --callgrind-out-file=$f \
+    --collect-atstart=no --toggle-collect="$fn" "$@" >/dev/null 2>&1
+  callgrind_annotate $f 2>/dev/null | awk -v n=$n '/PROGRAM TOTALS/ {gsub(/,/,"",$1); printf "%.1f", $1 / n}'
+  rm -f $f
 }

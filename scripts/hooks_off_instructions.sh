@@ -17,11 +17,7 @@ off=$(ab_build stats_overhead $C); hooks=$(ab_build stats_overhead $C stats,lock
 stats=$(ab_build stats_overhead $C stats)
 # count BINARY PATH LOOP_FUNCTION [MODE]: instructions per operation
 count() {
-  local f; f=$(mktemp)
-  COUNT_MODE=${4:-off} COUNT_PATH=$2 COUNT_OPS=$ops valgrind --tool=callgrind --smc-check=all --callgrind-out-file=$f \
-    --collect-atstart=no --toggle-collect="stats_overhead::$3" $1 --bench >/dev/null 2>&1
-  callgrind_annotate $f 2>/dev/null | awk -v n=$ops '/PROGRAM TOTALS/ {gsub(/,/,"",$1); printf "%.1f", $1 / n}'
-  rm -f $f
+  COUNT_MODE=${4:-off} COUNT_PATH=$2 COUNT_OPS=$ops callgrind_per_op $ops "stats_overhead::$3" $1 --bench
 }
 echo "| path | instructions/op, features off | compiled in, switched off | difference | statistics switched on |"
 echo "| --- | --- | --- | --- | --- |"

@@ -73,11 +73,7 @@ EOF
   echo $p/target/release/mix_count
 }
 count() { # BINARY READS LOOP
-  local f; f=$(mktemp)
-  READS=$2 COUNT_OPS=$ops valgrind --tool=callgrind --callgrind-out-file=$f --collect-atstart=no \
-    --toggle-collect="mix_count::$3" $1 >/dev/null 2>&1
-  callgrind_annotate $f 2>/dev/null | awk -v n=$((4 * ops)) '/PROGRAM TOTALS/ {gsub(/,/,"",$1); printf "%.1f", $1 / n}'
-  rm -f $f
+  READS=$2 COUNT_OPS=$ops callgrind_per_op $((4 * ops)) "mix_count::$3" $1
 }
 echo "| commit | reads | PerCpuRwLock instructions/op | QRwLock instructions/op |"
 echo "| --- | --- | --- | --- |"
