@@ -165,7 +165,7 @@
 //! The turn costs its holder's writes a call and a thread-local lookup
 //! (their `cmpxchg` is the one of the slow path: the fast path only looks),
 //! and the threads that leave at a claim a trip through the queue; the
-//! README gives the measured figures.
+//! docs/measurements.md gives the measured figures.
 //!
 //! # Timed acquisitions (`RawRwLockTimed`, `RawRwLockUpgradeTimed`)
 //! A timed acquirer waits as an untimed one, with every wait bounded by its

@@ -76,7 +76,7 @@
 //!   free for longer. Without this, once a preempted holder had made a
 //!   queue form, every thread that met the lock held joined the queue,
 //!   whose sleepers come back one batch at a time, and one thread ran at a
-//!   time (a convoy; the README has the figures).
+//!   time (a convoy; docs/measurements.md has the figures).
 //!   Such a contender also *kicks* the sleeping word waiter (`KICK`, and a
 //!   wake-up) before it takes the lock: the lock has room for more threads.
 //!   A contender whose last contended take of the lock was in this spin
@@ -207,7 +207,7 @@
 //!   way. The debt is paid back one shorter batch per turn around the
 //!   queue, so the shares even out over many turns, not within a few:
 //!   with many threads, a run of a few hundred milliseconds can end with
-//!   debts unpaid (the README has the figures, traced with `perf sched`).
+//!   debts unpaid (docs/measurements.md has the figures, traced with `perf sched`).
 //!   So the holder watches too: a release that finds the word waiter
 //!   still asleep (`PENDING` without `HANDOFF`) counts down a thread-local
 //!   counter, and about every `qs_overrun_check_ns` reads the clock; a
@@ -440,7 +440,7 @@ impl<P: Platform> QSpinCore<P> {
     /// holder's line (2 threads on 2 CPUs, where no word waiter waits, ran
     /// at 0.38x), and threads in a tight loop take the lock as word
     /// waiters, so they keep the short budget and the queue's order (more
-    /// polls for everyone cost 16 threads' fairness). The README has the
+    /// polls for everyone cost 16 threads' fairness). docs/measurements.md has the
     /// figures.
     fn spin_before_queueing(&self, deadline: Deadline, ev: Events, after_spin: bool) -> bool {
         let mut wait = SpinThenYield::new();
@@ -649,7 +649,7 @@ impl<P: Platform> QSpinCore<P> {
         // watch rarely finds it free for long, while every contender that
         // saw it free for a moment kicked again, each kick a wake-up and a
         // watch of spinning taken from the two CPUs the holders need
-        // (qspinlock ran at 0.7x parking_lot there; the README has the
+        // (qspinlock ran at 0.7x parking_lot there; docs/measurements.md has the
         // figures).
         let mut kicked = false;
         // First we measure the holder's gaps; long ones, and we take the
@@ -657,7 +657,7 @@ impl<P: Platform> QSpinCore<P> {
         // Not after a predecessor that found the holders in a tight loop
         // (it took the lock by a hand-off) and gave us its CPU: the holder
         // it left waits for that CPU while we would watch (16 threads in a
-        // tight loop were a little fairer without that watch; the README
+        // tight loop were a little fairer without that watch; docs/measurements.md
         // has the figures).
         let mut gaps = GapWatch::new(!head.is_some_and(|h| h.tight_loop));
         loop {

@@ -27,7 +27,7 @@
 //! holder's time slice ends, milliseconds with a 250 Hz tick, while the
 //! other CPU idles: Linux queues a wakee on its previous CPU when the
 //! machine looks busy. Meanwhile the holder's batch goes on, and over a
-//! short run the threads' shares drift apart (the README traces it with
+//! short run the threads' shares drift apart (docs/measurements.md traces it with
 //! `perf sched`). So qspinlock's unlock keeps a cheap watch
 //! ([`HolderStretch`]): on releases that find a word waiter that has not
 //! claimed the lock yet, it counts down in thread-local storage (two
@@ -53,7 +53,7 @@
 //! from a busy CPU often waits for that CPU's next tick while the other CPU
 //! goes idle), the holder's batch runs that much longer. With more threads
 //! than CPUs that happens often enough that some threads hold the lock far
-//! longer than others over a run (the README has the figures).
+//! longer than others over a run (docs/measurements.md has the figures).
 //! Every thread's queue node therefore keeps a [`BatchDebt`], after deficit
 //! round robin: the waiter that ends a batch it was made head for adds the
 //! time the batch ran beyond `batch_ns` to the holder's debt (or takes back
@@ -324,7 +324,7 @@ impl HolderStretch {
 /// (by its predecessor, or by its own timer at the end of the batch) on
 /// the CPU the holder runs on is often queued behind the holder until its
 /// time slice ends, milliseconds, while the other CPU idles; the batch
-/// runs that much longer and shares drift apart (the README traces it with
+/// runs that much longer and shares drift apart (docs/measurements.md traces it with
 /// `perf sched`). A holder cannot tell where the waiter is, but it can
 /// tell that the batch is long over: then a yield runs the waiter if it
 /// waits on this CPU, and returns at once if not. The batch it compares
@@ -405,7 +405,7 @@ pub(crate) enum Overran {
     /// yield to takes the lock, and spinning for it would only take it
     /// back between the waiter's acquisitions. Threads that work between
     /// their critical sections keep their spin (queueing them cost those
-    /// loops up to 16%; the README has the figures).
+    /// loops up to 16%; docs/measurements.md has the figures).
     YieldAndQueue,
 }
 
@@ -464,7 +464,7 @@ pub(crate) enum WaiterTake {
 /// of the same lock tells the two apart: in a tight loop it was most
 /// likely a hand-off. Yielding at every free take instead evened the shares
 /// of 16 threads on 2 CPUs out further but cost 15-25% with 1 µs inside and
-/// 2 µs outside the critical sections (the README has the figures).
+/// 2 µs outside the critical sections (docs/measurements.md has the figures).
 #[inline]
 pub(crate) fn yields_to_successor<P: Platform>(lock: usize, take: WaiterTake) -> bool {
     let handed = take == WaiterTake::HandedOff;
