@@ -207,7 +207,8 @@
 //!   way. The debt is paid back one shorter batch per turn around the
 //!   queue, so the shares even out over many turns, not within a few:
 //!   with many threads, a run of a few hundred milliseconds can end with
-//!   debts unpaid (docs/measurements.md has the figures, traced with `perf sched`).
+//!   debts unpaid (docs/measurements.md has the figures, traced with
+//!   `perf sched`).
 //!   So the holder watches too: a release that finds the word waiter
 //!   still asleep (`PENDING` without `HANDOFF`) counts down a thread-local
 //!   counter, and about every `qs_overrun_check_ns` reads the clock; a
@@ -440,8 +441,8 @@ impl<P: Platform> QSpinCore<P> {
     /// holder's line (2 threads on 2 CPUs, where no word waiter waits, ran
     /// at 0.38x), and threads in a tight loop take the lock as word
     /// waiters, so they keep the short budget and the queue's order (more
-    /// polls for everyone cost 16 threads' fairness). docs/measurements.md has the
-    /// figures.
+    /// polls for everyone cost 16 threads' fairness). docs/measurements.md
+    /// has the figures.
     fn spin_before_queueing(&self, deadline: Deadline, ev: Events, after_spin: bool) -> bool {
         let mut wait = SpinThenYield::new();
         let mut reserved: Option<BatchClock> = None;
@@ -649,16 +650,16 @@ impl<P: Platform> QSpinCore<P> {
         // watch rarely finds it free for long, while every contender that
         // saw it free for a moment kicked again, each kick a wake-up and a
         // watch of spinning taken from the two CPUs the holders need
-        // (qspinlock ran at 0.7x parking_lot there; docs/measurements.md has the
-        // figures).
+        // (qspinlock ran at 0.7x parking_lot there; docs/measurements.md has
+        // the figures).
         let mut kicked = false;
         // First we measure the holder's gaps; long ones, and we take the
         // lock in one instead of sleeping through the batch (`GapWatch`).
         // Not after a predecessor that found the holders in a tight loop
         // (it took the lock by a hand-off) and gave us its CPU: the holder
         // it left waits for that CPU while we would watch (16 threads in a
-        // tight loop were a little fairer without that watch; docs/measurements.md
-        // has the figures).
+        // tight loop were a little fairer without that watch;
+        // docs/measurements.md has the figures).
         let mut gaps = GapWatch::new(!head.is_some_and(|h| h.tight_loop));
         loop {
             // Our ticket, before we look: a reserving release after this

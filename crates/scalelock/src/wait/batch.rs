@@ -27,8 +27,8 @@
 //! holder's time slice ends, milliseconds with a 250 Hz tick, while the
 //! other CPU idles: Linux queues a wakee on its previous CPU when the
 //! machine looks busy. Meanwhile the holder's batch goes on, and over a
-//! short run the threads' shares drift apart (docs/measurements.md traces it with
-//! `perf sched`). So qspinlock's unlock keeps a cheap watch
+//! short run the threads' shares drift apart (docs/measurements.md traces
+//! it with `perf sched`). So qspinlock's unlock keeps a cheap watch
 //! ([`HolderStretch`]): on releases that find a word waiter that has not
 //! claimed the lock yet, it counts down in thread-local storage (two
 //! instructions) and reads the clock about every `qs_overrun_check_ns`;
@@ -324,14 +324,14 @@ impl HolderStretch {
 /// (by its predecessor, or by its own timer at the end of the batch) on
 /// the CPU the holder runs on is often queued behind the holder until its
 /// time slice ends, milliseconds, while the other CPU idles; the batch
-/// runs that much longer and shares drift apart (docs/measurements.md traces it with
-/// `perf sched`). A holder cannot tell where the waiter is, but it can
-/// tell that the batch is long over: then a yield runs the waiter if it
-/// waits on this CPU, and returns at once if not. The batch it compares
-/// with is the full `batch_ns` (a holder that owes batch time is granted
-/// less, and its overrun is settled in its debt as before). A stretch
-/// starts at the first clock read, and a new one when the previous read
-/// was more than a batch ago (the thread waited in between).
+/// runs that much longer and shares drift apart (docs/measurements.md
+/// traces it with `perf sched`). A holder cannot tell where the waiter
+/// is, but it can tell that the batch is long over: then a yield runs the
+/// waiter if it waits on this CPU, and returns at once if not. The batch
+/// it compares with is the full `batch_ns` (a holder that owes batch time
+/// is granted less, and its overrun is settled in its debt as before). A
+/// stretch starts at the first clock read, and a new one when the
+/// previous read was more than a batch ago (the thread waited in between).
 #[cold]
 pub(crate) fn holder_overran<P: Platform>(lock: usize) -> Overran {
     P::with_local(|l| stretch_over::<P>(&l.holder_stretch, lock)).unwrap_or(Overran::No)
@@ -464,7 +464,8 @@ pub(crate) enum WaiterTake {
 /// of the same lock tells the two apart: in a tight loop it was most
 /// likely a hand-off. Yielding at every free take instead evened the shares
 /// of 16 threads on 2 CPUs out further but cost 15-25% with 1 µs inside and
-/// 2 µs outside the critical sections (docs/measurements.md has the figures).
+/// 2 µs outside the critical sections (docs/measurements.md has the
+/// figures).
 #[inline]
 pub(crate) fn yields_to_successor<P: Platform>(lock: usize, take: WaiterTake) -> bool {
     let handed = take == WaiterTake::HandedOff;

@@ -240,7 +240,8 @@ pub(crate) struct Tuning {
     /// whole `pc_dense_window_ns`. At 48, random writes at 99% reads kept
     /// the readers on the underlying lock well over half the time. On 2
     /// CPUs, 1-16 threads, 8 against 48 gained up to 1.9x at 97-99% reads
-    /// and lost nothing measurable at 50-95% (docs/measurements.md has the figures).
+    /// and lost nothing measurable at 50-95% (docs/measurements.md has the
+    /// figures).
     pub pc_sym_min_reads: u64,
     /// A revocation within this many revocation costs of the bias coming
     /// back doubles the class's inhibition multiplier.
@@ -263,7 +264,8 @@ pub(crate) struct Tuning {
     /// 1.1-1.3x at 4-16 threads and 99.9% reads (about 1,000 reads per
     /// write). At every write that leaves the bias on it was even at 99%
     /// (100) and lost 3-6% at 50-95% reads; without the queue condition,
-    /// about 10% at 2 threads and 99.9% (docs/measurements.md has the figures).
+    /// about 10% at 2 threads and 99.9% (docs/measurements.md has the
+    /// figures).
     pub pc_handoff_reads: u64,
 
     // --- refresh ---
