@@ -67,16 +67,20 @@
 //!   After the store, `unlock` touches no memory of the lock: the next owner
 //!   may free it at once (as with std's futex mutex).
 //! - **Optimistic spin**: a contender polls the word for a moment and takes
-//!   a free lock while nobody is first in line (no `PENDING`): critical
-//!   sections between stretches of other work are over before queueing
-//!   would be. With a word waiter asleep through its batch, it takes a free
-//!   lock only if it is still free `qs_barge_settle_relaxes` later: a
-//!   holder in a tight loop has re-taken it by then (so its batch goes on),
-//!   while threads that do other work between critical sections leave it
-//!   free for longer. Without this, once a preempted holder had made a
-//!   queue form, every thread that met the lock held joined the queue,
-//!   whose sleepers come back one batch at a time, and one thread ran at a
-//!   time (a convoy; docs/measurements.md has the figures).
+//!   a free lock: critical sections between stretches of other work are
+//!   over before queueing would be. It takes a free lock only if it is
+//!   still free `qs_barge_settle_relaxes` later: a holder in a tight loop
+//!   has re-taken it by then, and the contender queues (with nobody first
+//!   in line, as the word waiter), so that the holder's batch goes on;
+//!   threads that do other work between critical sections leave it free
+//!   for longer. Without the settle while a word waiter slept through its
+//!   batch, once a preempted holder had made a queue form, every thread
+//!   that met the lock held joined the queue, whose sleepers come back one
+//!   batch at a time, and one thread ran at a time (a convoy). Without it
+//!   while nobody waited on the word, two threads in a tight loop on two
+//!   CPUs took the lock from each other at nearly every release, its line
+//!   moving each time, at under half the throughput of batches
+//!   (docs/measurements.md has the figures for both).
 //!   Such a contender also *kicks* the sleeping word waiter (`KICK`, and a
 //!   wake-up) before it takes the lock: the lock has room for more threads.
 //!   A contender whose last contended take of the lock was in this spin
@@ -428,8 +432,8 @@ impl<P: Platform> QSpinCore<P> {
     /// is not running). True if it took the lock. Between polls it spins,
     /// then yields while yields run other threads (`SpinThenYield`); a
     /// yield can last a time slice, so it stops once `deadline` passed. It
-    /// gives up at once (false: queue) when a lock it saw free while a word
-    /// waiter sleeps through its batch is taken again within the settle.
+    /// gives up at once (false: queue) when a lock it saw free is taken
+    /// again within the settle.
     ///
     /// `after_spin`: the thread's last contended take of this lock was in
     /// this spin. Then, while a word waiter waits, it polls up to
@@ -453,43 +457,34 @@ impl<P: Platform> QSpinCore<P> {
             && !deadline.passed::<P>()
         {
             match self.locked.load(Ordering::Relaxed) {
-                // Barge at once only while nobody waits on the word: a lock
-                // seen free is often a running holder between two
-                // acquisitions (free a third of the time in a tight loop).
-                FREE if self.flags.load(Ordering::Relaxed) & PENDING == 0 => {
-                    if self.try_lock_fast() {
-                        return true;
-                    }
-                }
-                // A word waiter sleeps through its batch: take a lock that
-                // stays free (its holder does other work between critical
-                // sections), not one a running holder is about to re-take.
+                // Take a lock that stays free (its holder does other work
+                // between critical sections), not one a running holder is
+                // about to re-take.
                 FREE => {
                     for _ in 0..TUNING.qs_barge_settle_relaxes {
                         P::relax();
                     }
-                    if self.locked.load(Ordering::Relaxed) == FREE {
-                        // The lock has room: wake the sleeping word waiter
-                        // to use it too (before we take it, so that it is
-                        // not our critical section its wake-up interrupts).
-                        if self.flags.load(Ordering::Relaxed) & (PENDING | HANDOFF | KICK)
-                            == PENDING
-                        {
-                            self.kick_word_waiter();
-                        }
-                        if self.try_lock_fast() {
-                            return true;
-                        }
-                    } else {
+                    if self.locked.load(Ordering::Relaxed) != FREE {
                         // Re-taken within the settle: a holder running a
-                        // batch in a tight loop. Queue (and sleep) now:
-                        // more polls and yields here only pull the lock's
-                        // line away from it, and while they last the
-                        // process keeps a second CPU busy for nothing
-                        // (threads outnumbering CPUs ran at 0.3-0.6x
-                        // parking_lot in such spells, which then lasted
-                        // whole runs).
+                        // batch in a tight loop. Queue (and sleep) now: more
+                        // polls and yields here only pull the lock's line
+                        // away from it, and while they last the process
+                        // keeps a second CPU busy for nothing (threads
+                        // outnumbering CPUs ran at 0.3-0.6x parking_lot in
+                        // such spells, which then lasted whole runs). With
+                        // nobody on the word we become its waiter, and the
+                        // holder runs its batch alone instead of trading
+                        // the lock with us at every release.
                         return false;
+                    }
+                    // The lock has room: wake a sleeping word waiter to use
+                    // it too (before we take it, so that it is not our
+                    // critical section its wake-up interrupts).
+                    if self.flags.load(Ordering::Relaxed) & (PENDING | HANDOFF | KICK) == PENDING {
+                        self.kick_word_waiter();
+                    }
+                    if self.try_lock_fast() {
+                        return true;
                     }
                 }
                 RESERVED => {

@@ -81,10 +81,11 @@ pub(crate) struct Tuning {
     /// waits out a held lock outside the queue, whose sleepers come back
     /// one wake-up at a time.
     pub qs_pre_queue_polls_after_spin: u32,
-    /// Relaxes a contender waits before it takes a free lock while a word
-    /// waiter sleeps through its batch: a holder running a tight loop
-    /// re-takes the lock within tens of nanoseconds, one that does other
-    /// work between critical sections leaves it free for longer.
+    /// Relaxes a contender waits before it takes a lock it found free: a
+    /// holder running a tight loop re-takes the lock within tens of
+    /// nanoseconds (then the contender queues, and the holder's batch goes
+    /// on), one that does other work between critical sections leaves it
+    /// free for longer.
     pub qs_barge_settle_relaxes: u32,
     /// Of the waits between those polls, the first this many spin; the
     /// others yield while yields run other threads (`SpinThenYield`).
