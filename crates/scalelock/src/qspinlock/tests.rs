@@ -407,6 +407,16 @@ fn contenders_take_a_lock_that_stays_free_past_a_word_waiter() {
     assert!(!barges_past_a_word_waiter(true));
 }
 
+/// With nobody on the word, too, a contender takes a free lock that
+/// stays free, but not one a running holder re-takes at once: it queues
+/// (as the word waiter), and the holder's batch goes on, instead of the
+/// two trading the lock at every release.
+#[test]
+fn contenders_take_a_lock_that_stays_free_with_nobody_on_the_word() {
+    assert_eq!(barge_past_a_word_waiter(false, 0), (true, 0));
+    assert_eq!(barge_past_a_word_waiter(true, 0), (false, 0));
+}
+
 /// A contender that takes a free lock that stayed free while the word
 /// waiter sleeps through its batch kicks the word waiter (the lock has
 /// room for more threads); not when a running holder re-takes the lock,
