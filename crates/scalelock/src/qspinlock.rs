@@ -297,7 +297,7 @@ use crate::qnode::NodeIndex;
 use crate::sync::atomic::{AtomicU8, AtomicU16, Ordering};
 use crate::wait::{
     Backoff, BatchClock, Deadline, GapWatch, QuietPoll, SpinThenYield, TUNING, WaiterTake, batch,
-    parking, shortest_free_gap,
+    parking, quota, shortest_free_gap,
 };
 
 /// `locked`: free.
@@ -623,9 +623,16 @@ impl<P: Platform> QSpinCore<P> {
             Some(h) => BatchClock::since(h.since),
             None => BatchClock::start::<P>(),
         };
-        // The holder's batch: shorter if it owes batch time (`wait::batch`).
+        // The holder's batch: with a turn quota (`wait::quota`) the longer
+        // bound, within which the holder hands the lock over when it made
+        // the quota; else `batch_ns`, shorter if it owes batch time
+        // (`wait::batch`).
         let holder = head.and_then(|h| h.by);
-        let batch_ns = holder.map_or(TUNING.batch_ns, |n| P::node(n).debt.batch_ns(self.addr()));
+        let quota = quota::of(self.addr());
+        let batch_ns = match holder {
+            Some(n) if quota == 0 => P::node(n).debt.batch_ns(self.addr()),
+            _ => batch::turn_bound(quota),
+        };
         let mut quiet = QuietPoll::new();
         // Once we set HANDOFF: the clock of our wait for the holder.
         let mut claimed: Option<BatchClock> = None;
@@ -751,8 +758,9 @@ impl<P: Platform> QSpinCore<P> {
                 }
             }
         }
-        if let (Some(h), Some(n)) = (head, holder) {
-            // The holder's batch ends here: settle it in its debt.
+        if let (Some(h), Some(n), 0) = (head, holder, quota) {
+            // The holder's batch ends here: settle it in its debt (with a
+            // quota the holder's share is counted in acquisitions instead).
             P::node(n)
                 .debt
                 .settle(self.addr(), P::now_ns().saturating_sub(h.since));
@@ -922,13 +930,27 @@ impl<P: Platform> QSpinCore<P> {
     #[cold]
     #[inline(never)]
     fn release_with_waiter(&self, flags: u8) -> bool {
-        if flags & HANDOFF != 0 {
-            return self.reserve_for_waiter(false);
-        }
         let addr = self.addr();
+        if flags & HANDOFF != 0 {
+            let handed = self.reserve_for_waiter(false);
+            if handed {
+                batch::turn_ended::<P>(addr);
+            }
+            return handed;
+        }
         let overran = batch::holder_overran::<P>(addr);
         if overran == batch::Overran::No {
             return false;
+        }
+        if overran == batch::Overran::HandOver {
+            // Our turn's quota is made: hand the lock over as a fair unlock
+            // does (the word waiter wakes and takes it; our next `lock`
+            // queues). If the word waiter gave up or handed its place on
+            // meanwhile, this is a plain release.
+            if self.release(true) {
+                batch::turn_ended::<P>(addr);
+            }
+            return true;
         }
         if !self.release(false) {
             if overran == batch::Overran::YieldAndQueue {

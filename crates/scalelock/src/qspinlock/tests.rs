@@ -627,6 +627,8 @@ unsafe impl Platform for StretchClock {
 /// at once (the hand-over note) after the last of them.
 fn holder_stretch(flags: u8, pace_ns: u64, releases: u32) -> (Vec<u64>, bool) {
     let lock: QSpinCore<StretchClock> = QSpinCore::new();
+    // Timed turns: no quota an earlier lock at this address left.
+    quota::set_for_test(lock.addr(), 0);
     lock.flags.store(flags, Ordering::Relaxed);
     let mut yields = Vec::new();
     let mut noted = false;
@@ -703,6 +705,7 @@ fn a_holder_does_not_yield_within_the_batch_or_without_a_sleeping_word_waiter() 
         let within = ((TUNING.batch_ns + TUNING.qs_overrun_yield_ns) / pace - 1) as u32;
         assert_eq!(holder_stretch(PENDING, pace, within).0, []);
         let lock: QSpinCore<StretchClock> = QSpinCore::new();
+        quota::set_for_test(lock.addr(), 0);
         for _ in 0..long {
             lock.flags.store(PENDING | HANDOFF, Ordering::Relaxed);
             assert!(lock.try_lock_fast());
@@ -717,12 +720,118 @@ fn a_holder_does_not_yield_within_the_batch_or_without_a_sleeping_word_waiter() 
     .unwrap();
 }
 
+/// A holder re-takes `lock` `pace_ns` apart while the word waiter sleeps
+/// (`PENDING`), at most `releases` times, until a release reserves the
+/// lock for the word waiter; returns the releases made by then (`None`:
+/// none did), and whether the holder's next `lock` would queue at once.
+fn releases_until_handed_over(
+    lock: &QSpinCore<StretchClock>,
+    pace_ns: u64,
+    releases: u64,
+) -> (Option<u64>, bool) {
+    lock.flags.store(PENDING, Ordering::Relaxed);
+    for i in 1..=releases {
+        assert!(lock.try_lock_fast());
+        STRETCH_CLOCK.with(|c| c.set(c.get() + pace_ns));
+        lock.release_watching();
+        if lock.locked.load(Ordering::Relaxed) == RESERVED {
+            assert_ne!(lock.flags.load(Ordering::Relaxed) & GRANTED, 0);
+            lock.locked.store(FREE, Ordering::Relaxed);
+            return (Some(i), batch::just_handed_off::<StretchClock>(lock.addr()));
+        }
+    }
+    (None, false)
+}
+
+/// Once the lock has a turn quota, a holder that made it hands the lock
+/// over to the sleeping word waiter itself (as a fair unlock does), at the
+/// first clock read after its quota-th release, and its next `lock`
+/// queues; without a quota it does not (the word waiter ends the batch).
+#[test]
+fn a_holder_that_made_the_turn_quota_hands_the_lock_over() {
+    std::thread::spawn(|| {
+        let lock: QSpinCore<StretchClock> = QSpinCore::new();
+        let pace = 100;
+        // Within the time bound: no overrun yield can come first.
+        let q = TUNING.batch_ns / 2 / pace;
+        // The clock is read about every `qs_overrun_check_ns` at the
+        // holder's pace, and at least every `qs_overrun_check_releases`.
+        let granule =
+            TUNING.qs_overrun_check_ns / pace + u64::from(TUNING.qs_overrun_check_releases);
+        quota::set_for_test(lock.addr(), 0);
+        let (none, _) = releases_until_handed_over(&lock, pace, q + granule);
+        assert_eq!(none, None, "no quota, no hand-over");
+        // (A parallel test's lock may take the slot of ours for a moment:
+        // then we read no quota, and try again.)
+        for _ in 0..3 {
+            // A pause of two batches: a new stretch (turn) starts.
+            STRETCH_CLOCK.with(|c| c.set(c.get() + 2 * TUNING.batch_ns));
+            quota::set_for_test(lock.addr(), q);
+            let (made, queues) = releases_until_handed_over(&lock, pace, q + granule + 1);
+            if let Some(n) = made {
+                assert!(
+                    n >= q && n <= q + granule + 1,
+                    "handed over after {n} releases (quota {q})"
+                );
+                assert!(queues, "the next lock queues after the hand-over");
+                assert_eq!(STRETCH_YIELDS.with(Cell::get), 0);
+                quota::set_for_test(lock.addr(), 0);
+                return;
+            }
+            assert_ne!(quota::of(lock.addr()), q, "the quota was there");
+        }
+        panic!("no hand-over in three tries");
+    })
+    .join()
+    .unwrap();
+}
+
+/// A turn that ends with a hand-over to the word waiter (its claim here)
+/// gives the lock a quota: the releases the holder made per `batch_ns` at
+/// its pace.
+#[test]
+fn a_turn_handed_over_gives_the_lock_its_quota() {
+    std::thread::spawn(|| {
+        let lock: QSpinCore<StretchClock> = QSpinCore::new();
+        let pace = 200;
+        for _ in 0..3 {
+            quota::set_for_test(lock.addr(), 0);
+            STRETCH_CLOCK.with(|c| c.set(c.get() + 2 * TUNING.batch_ns));
+            // Half a batch of releases while the word waiter sleeps...
+            let (none, _) = releases_until_handed_over(&lock, pace, TUNING.batch_ns / 2 / pace);
+            assert_eq!(none, None);
+            // ... then it claims, and the next release hands over.
+            lock.flags.store(PENDING | HANDOFF, Ordering::Relaxed);
+            assert!(lock.try_lock_fast());
+            STRETCH_CLOCK.with(|c| c.set(c.get() + pace));
+            lock.release_watching();
+            assert_eq!(lock.locked.load(Ordering::Relaxed), RESERVED);
+            lock.locked.store(FREE, Ordering::Relaxed);
+            let got = quota::of(lock.addr());
+            // (0: a parallel test's lock took the slot meanwhile; again.)
+            if got != 0 {
+                let want = TUNING.batch_ns / pace;
+                assert!(
+                    got.abs_diff(want) * 50 <= want,
+                    "quota {got}, the pace says {want}"
+                );
+                quota::set_for_test(lock.addr(), 0);
+                return;
+            }
+        }
+        panic!("no quota in three tries");
+    })
+    .join()
+    .unwrap();
+}
+
 /// A stretch ends when the holder stops re-taking the lock for longer than
 /// a batch (it waited in between): the next one is timed from its start.
 #[test]
 fn a_holder_stretch_restarts_after_a_pause() {
     std::thread::spawn(|| {
         let lock: QSpinCore<StretchClock> = QSpinCore::new();
+        quota::set_for_test(lock.addr(), 0);
         lock.flags.store(PENDING, Ordering::Relaxed);
         let pace = 1_000;
         let run = |releases: u64| {

@@ -76,7 +76,7 @@
 
 use core::cell::Cell;
 
-use super::TUNING;
+use super::{TUNING, quota};
 use crate::platform::Platform;
 use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -299,6 +299,11 @@ pub(crate) struct HolderStretch {
     checked: Cell<u32>,
     /// Whether they came less than `qs_overrun_tight_ns` apart.
     tight: Cell<bool>,
+    /// The releases of this stretch up to the last clock read (the turn
+    /// quota's count, `wait::quota`).
+    releases: Cell<u64>,
+    /// When this stretch started (`since_ns` moves on with each yield).
+    start_ns: Cell<u64>,
 }
 
 impl HolderStretch {
@@ -310,6 +315,8 @@ impl HolderStretch {
             countdown: Cell::new(0),
             checked: Cell::new(0),
             tight: Cell::new(false),
+            releases: Cell::new(0),
+            start_ns: Cell::new(0),
         }
     }
 }
@@ -367,11 +374,14 @@ fn stretch_over<P: Platform>(s: &HolderStretch, lock: usize) -> Overran {
     if s.lock.get() != lock || since_last > TUNING.batch_ns {
         s.lock.set(lock);
         s.since_ns.set(now);
+        s.start_ns.set(now);
+        s.releases.set(0);
         s.tight.set(false);
     } else {
         // (Without a clock `since_last` stays 0: the reads stay `min`
         // apart and the stretch never grows long.)
         let made = u64::from(s.checked.get());
+        s.releases.set(s.releases.get() + made);
         if let Some(at_pace) = (made * TUNING.qs_overrun_check_ns).checked_div(since_last) {
             next = at_pace.clamp(u64::from(min), u64::from(min) * 64) as u32;
         }
@@ -380,11 +390,17 @@ fn stretch_over<P: Platform>(s: &HolderStretch, lock: usize) -> Overran {
     s.checked.set(next);
     s.countdown.set(next);
     s.last_ns.set(now);
-    if now.wrapping_sub(s.since_ns.get()) < TUNING.batch_ns + TUNING.qs_overrun_yield_ns {
+    // The turn quota: made, and the holder hands the lock over.
+    let quota = quota::of(lock);
+    if quota != 0 && s.releases.get() >= quota {
+        return Overran::HandOver;
+    }
+    let bound = turn_bound(quota);
+    if now.wrapping_sub(s.since_ns.get()) < bound + TUNING.qs_overrun_yield_ns {
         return Overran::No;
     }
     // Yield again only after another `qs_overrun_yield_ns`.
-    s.since_ns.set(now.wrapping_sub(TUNING.batch_ns));
+    s.since_ns.set(now.wrapping_sub(bound));
     if s.tight.get() {
         Overran::YieldAndQueue
     } else {
@@ -407,6 +423,42 @@ pub(crate) enum Overran {
     /// their critical sections keep their spin (queueing them cost those
     /// loops up to 16%; docs/measurements.md has the figures).
     YieldAndQueue,
+    /// The holder made the lock's turn quota (`wait::quota`): it hands
+    /// the lock over to the word waiter, as a fair unlock does, and its
+    /// next `lock` queues.
+    HandOver,
+}
+
+/// How long a word waiter lets a holder run: `batch_ns`, or once the lock
+/// has a turn quota (`quota` not 0), the longer `qs_turn_bound_ns`, within
+/// which the holder hands the lock over when it made the quota.
+#[inline]
+pub(crate) fn turn_bound(quota: u64) -> u64 {
+    if quota == 0 {
+        TUNING.batch_ns
+    } else {
+        TUNING.qs_turn_bound_ns
+    }
+}
+
+/// The calling thread's turn on `lock` ended with a hand-over to the word
+/// waiter (it claimed the lock, or the holder made the quota): folds the
+/// turn's pace into the lock's quota and ends the stretch. The releases
+/// since the last clock read are the ones counted down since it.
+pub(crate) fn turn_ended<P: Platform>(lock: usize) {
+    let _ = P::with_local(|l| {
+        let s = &l.holder_stretch;
+        if s.lock.get() != lock {
+            return;
+        }
+        let since_read = s.checked.get().saturating_sub(s.countdown.get());
+        let releases = s.releases.get() + u64::from(since_read);
+        s.lock.set(0);
+        // The next stretch starts at the next release that finds a word
+        // waiter asleep, counted from there.
+        s.countdown.set(0);
+        quota::fold(lock, releases, P::now_ns().wrapping_sub(s.start_ns.get()));
+    });
 }
 
 /// The calling thread reserves the lock at `lock` for its word waiter.

@@ -16,6 +16,8 @@
 //!   waiting on the lock word (the *word waiter*) lets the running threads
 //!   keep the lock for a batch and then claims it; its clock, and when it
 //!   gives up waiting awake.
+//! - [`quota`]: turn quotas, so that qspinlock's holders take equal
+//!   numbers of acquisitions per turn, not only equal time.
 //! - [`deadline`]: timeouts of the timed acquisitions, on the platform's
 //!   clock.
 //!
@@ -27,6 +29,7 @@ pub(crate) mod backoff;
 pub(crate) mod batch;
 pub(crate) mod deadline;
 pub(crate) mod parking;
+pub(crate) mod quota;
 pub(crate) mod tuning;
 
 pub(crate) use self::backoff::{Backoff, GapWatch, QuietPoll, SpinThenYield, shortest_free_gap};

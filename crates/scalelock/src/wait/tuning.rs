@@ -113,6 +113,13 @@ pub(crate) struct Tuning {
     /// on its CPU (a timed sleep ends 50-200 µs late when the waiter's CPU
     /// is free).
     pub qs_overrun_yield_ns: u64,
+    /// How long a word waiter lets a holder run once the lock has a turn
+    /// quota (`wait::quota`): the holder hands the lock over when it made
+    /// the quota, so this only bounds a slow turn, which gets this much
+    /// time to make it (`batch_ns` while the lock has none).
+    pub qs_turn_bound_ns: u64,
+    /// A turn's pace moves the lock's quota by 2^-this of the difference.
+    pub qs_quota_shift: u32,
     /// Polls (of `claimed_poll_relaxes` relaxes) a word waiter watches the
     /// lock after a kick (a contender took a free lock that stayed free
     /// while the word waiter slept through its batch), to take it early if
@@ -317,6 +324,8 @@ const NATIVE: Tuning = Tuning {
     qs_overrun_check_ns: 50_000,
     qs_overrun_tight_ns: 100,
     qs_overrun_yield_ns: 150_000,
+    qs_turn_bound_ns: 1_500_000,
+    qs_quota_shift: 2,
     qs_kick_watch_polls: 32,
     qs_kick_free_ns: 1_000,
     qs_kick_free_polls: 64,
@@ -392,6 +401,8 @@ const LOOM: Tuning = Tuning {
     qs_overrun_check_ns: 50_000,
     qs_overrun_tight_ns: 100,
     qs_overrun_yield_ns: 150_000,
+    qs_turn_bound_ns: 1_500_000,
+    qs_quota_shift: 2,
     qs_kick_watch_polls: 1,
     qs_kick_free_ns: 1_000,
     qs_kick_free_polls: 1,
