@@ -222,6 +222,20 @@
 //!   (`wait::batch::holder_overran`). A holder in a tight loop then queues
 //!   at its next `lock`, as after a hand-over; one that works between its
 //!   critical sections keeps its spin.
+//! - Equal time is still not equal acquisitions: a holder's pace varies
+//!   from turn to turn (a woken thread shares its CPU, it is preempted for
+//!   part of the turn), so over a short run the threads' counts drift
+//!   apart even with the debt settled. So the lock has a *turn quota*
+//!   (`wait::quota`): the releases its holders make in `batch_ns`,
+//!   averaged over their turns. The holder's watch above counts its
+//!   releases anyway; once it has made the quota it hands the lock over to
+//!   the sleeping word waiter itself, as a fair unlock does
+//!   (`batch::Overran::HandOver`), and its next `lock` queues. A word
+//!   waiter of a lock with a quota waits up to `qs_turn_bound_ns` (longer
+//!   than `batch_ns`, so a slow turn gets time to make the quota) and
+//!   settles no debt. The price: the lock stays reserved while the woken
+//!   word waiter gets to run (tens of microseconds per turn on a VM), where
+//!   before it woke on its own timer and was running at the claim.
 //! - A word waiter that is not running when its batch ends does not reserve
 //!   the lock: it claims it only when it runs again, and the running threads
 //!   use the lock meanwhile. If it stops running after claiming, a spinning

@@ -62,6 +62,11 @@
 //! lock it is owed on, so a debt on one lock does not shorten batches on
 //! another.
 //!
+//! A qspinlock whose holders' turns have given it a *turn quota*
+//! (`super::quota`) settles no debt: its holders hand the lock over once
+//! they made the quota, so their shares are equal in acquisitions, and
+//! the word waiter's clock only bounds a slow turn (`qs_turn_bound_ns`).
+//!
 //! A word waiter that is not running when the lock is reserved for it
 //! delays nobody for long: a spinning contender takes a reserved lock after
 //! `qs_steal_ns`, and its own release reserves it again.
@@ -336,9 +341,12 @@ impl HolderStretch {
 /// is, but it can tell that the batch is long over: then a yield runs the
 /// waiter if it waits on this CPU, and returns at once if not. The batch
 /// it compares with is the full `batch_ns` (a holder that owes batch time
-/// is granted less, and its overrun is settled in its debt as before). A
-/// stretch starts at the first clock read, and a new one when the
-/// previous read was more than a batch ago (the thread waited in between).
+/// is granted less, and its overrun is settled in its debt as before), or
+/// `qs_turn_bound_ns` once the lock has a turn quota ([`turn_bound`]).
+/// The same clock read also ends the turn of a holder that made the lock's
+/// quota ([`Overran::HandOver`]). A stretch starts at the first clock read,
+/// and a new one when the previous read was more than a batch ago (the
+/// thread waited in between) or after a hand-over ([`turn_ended`]).
 #[cold]
 pub(crate) fn holder_overran<P: Platform>(lock: usize) -> Overran {
     P::with_local(|l| stretch_over::<P>(&l.holder_stretch, lock)).unwrap_or(Overran::No)
