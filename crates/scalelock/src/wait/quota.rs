@@ -24,6 +24,10 @@
 //! claims the lock, and no batch debt is settled (the quota is the debt's
 //! job, done in acquisitions). This is deficit round robin counted in
 //! acquisitions, the unit Linux's qspinlock (strict FIFO) is fair in.
+//! A lock whose holders make fewer than `8 * qs_overrun_check_releases`
+//! acquisitions per `batch_ns` (long critical sections, or work between
+//! them) keeps timed turns and the debt: the holder's count is only seen
+//! at its clock reads, at least that many releases apart.
 //!
 //! The quota is a hint kept outside the 4-byte lock, in a small table
 //! hashed by the lock's address with a tag of other address bits: a lock
@@ -75,6 +79,13 @@ impl Quotas {
     /// See [`of`].
     #[inline]
     fn of(&self, lock: usize) -> u64 {
+        let q = self.stored(lock);
+        if q >= min_quota() { q } else { 0 }
+    }
+
+    /// `lock`'s average, however small (0: none).
+    #[inline]
+    fn stored(&self, lock: usize) -> u64 {
         let (slot, tag) = slot_and_tag(lock);
         let v = self.0[slot].load(Ordering::Relaxed);
         if v >> QUOTA_BITS == tag {
@@ -91,7 +102,7 @@ impl Quotas {
         }
         let sample = (u128::from(releases) * u128::from(TUNING.batch_ns) / u128::from(elapsed_ns))
             .min(u128::from(QUOTA_MASK)) as u64;
-        let old = self.of(lock);
+        let old = self.stored(lock);
         let shift = TUNING.qs_quota_shift;
         let new = if old == 0 {
             sample
@@ -120,8 +131,19 @@ impl Quotas {
     }
 }
 
+/// The smallest quota a lock uses: the holder reads its clock (and so
+/// sees its count) at most every `qs_overrun_check_releases` releases, so
+/// a smaller quota would be overrun by a large share of itself. Locks
+/// whose holders make fewer acquisitions per `batch_ns` (long critical
+/// sections, or work between them) keep timed turns and the batch debt.
+#[inline]
+fn min_quota() -> u64 {
+    8 * u64::from(TUNING.qs_overrun_check_releases).max(1)
+}
+
 /// The releases a holder of `lock` makes in its turn before it hands the
-/// lock over; 0 while the lock has no quota (its turns are timed).
+/// lock over; 0 while the lock has no quota (its turns are timed), or one
+/// below [`min_quota`].
 /// Relaxed: a hint, read on a release's clock check and by a word waiter
 /// at the start of its wait.
 #[inline]
@@ -173,10 +195,27 @@ mod tests {
             .find(|&b| slot_and_tag(b).0 == slot && slot_and_tag(b).1 != tag)
             .expect("a lock sharing the slot");
         assert_eq!(q.of(b), 0);
-        q.fold(b, 100, TUNING.batch_ns);
-        assert_eq!(q.of(b), 100);
+        q.fold(b, 10_000, TUNING.batch_ns);
+        assert_eq!(q.of(b), 10_000);
         assert_eq!(q.of(a), 0);
         q.set(b, 0);
         assert_eq!(q.of(b), 0);
+    }
+
+    /// A lock whose turns make fewer releases than the holder's clock
+    /// reads can count precisely keeps timed turns; its average is kept,
+    /// and it gets a quota once its pace rises.
+    #[test]
+    fn a_slow_lock_keeps_timed_turns() {
+        let q = Quotas::new();
+        let a = 0x7fff_0000_2000;
+        let low = min_quota() / 2;
+        q.fold(a, low, TUNING.batch_ns);
+        assert_eq!(q.stored(a), low);
+        assert_eq!(q.of(a), 0);
+        for _ in 0..16 {
+            q.fold(a, 4 * min_quota(), TUNING.batch_ns);
+        }
+        assert!(q.of(a) >= min_quota(), "{}", q.of(a));
     }
 }
