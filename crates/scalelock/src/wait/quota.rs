@@ -7,8 +7,9 @@
 //! for a while, it is preempted for part of the turn, the host runs
 //! something on the sibling hardware thread), and a turn runs long when the
 //! word waiter's wake-up is late. Traced per thread on 16 threads in a
-//! tight loop on 2 CPUs, every thread had the same number of turns, but
-//! their summed turn time and their pace each differed by up to 1.5x, so
+//! tight loop on 2 CPUs, every thread had about the same number of turns,
+//! but their summed turn time differed by up to 1.9x and their pace by up
+//! to 1.7x, so
 //! over a 0.3 s run the slowest thread made 0.6-0.8 of the fastest one's
 //! acquisitions (docs/measurements.md has the figures).
 //!
@@ -42,7 +43,8 @@
 //!
 //! The table uses `core`'s atomics, not the models': under loom and
 //! shuttle the holder never reads its clock (`qs_overrun_check_releases` is
-//! 0 there), so nothing reads or writes it.
+//! 0 there), so nothing writes it, and the word waiter's read finds no
+//! quota.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
