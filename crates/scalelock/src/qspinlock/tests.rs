@@ -707,17 +707,24 @@ fn a_holder_does_not_yield_within_the_batch_or_without_a_sleeping_word_waiter() 
         let lock: QSpinCore<StretchClock> = QSpinCore::new();
         quota::set_for_test(lock.addr(), 0);
         for _ in 0..long {
-            lock.flags.store(PENDING | HANDOFF, Ordering::Relaxed);
-            assert!(lock.try_lock_fast());
-            STRETCH_CLOCK.with(|c| c.set(c.get() + pace));
-            lock.release_watching();
-            assert_eq!(lock.locked.load(Ordering::Relaxed), RESERVED);
-            lock.locked.store(FREE, Ordering::Relaxed);
+            release_to_claiming_waiter(&lock, pace);
         }
         assert_eq!(STRETCH_YIELDS.with(Cell::get), 0);
     })
     .join()
     .unwrap();
+}
+
+/// A holder re-takes `lock` `pace_ns` after its last release while the
+/// word waiter has claimed it (`HANDOFF`): the release reserves the lock
+/// for the word waiter (which the test then frees again).
+fn release_to_claiming_waiter(lock: &QSpinCore<StretchClock>, pace_ns: u64) {
+    lock.flags.store(PENDING | HANDOFF, Ordering::Relaxed);
+    assert!(lock.try_lock_fast());
+    STRETCH_CLOCK.with(|c| c.set(c.get() + pace_ns));
+    lock.release_watching();
+    assert_eq!(lock.locked.load(Ordering::Relaxed), RESERVED);
+    lock.locked.store(FREE, Ordering::Relaxed);
 }
 
 /// A holder re-takes `lock` `pace_ns` apart while the word waiter sleeps
@@ -801,12 +808,7 @@ fn a_turn_handed_over_gives_the_lock_its_quota() {
             let (none, _) = releases_until_handed_over(&lock, pace, TUNING.batch_ns / 2 / pace);
             assert_eq!(none, None);
             // ... then it claims, and the next release hands over.
-            lock.flags.store(PENDING | HANDOFF, Ordering::Relaxed);
-            assert!(lock.try_lock_fast());
-            STRETCH_CLOCK.with(|c| c.set(c.get() + pace));
-            lock.release_watching();
-            assert_eq!(lock.locked.load(Ordering::Relaxed), RESERVED);
-            lock.locked.store(FREE, Ordering::Relaxed);
+            release_to_claiming_waiter(&lock, pace);
             let got = quota::of(lock.addr());
             // (0: a parallel test's lock took the slot meanwhile; again.)
             if got != 0 {
