@@ -290,7 +290,7 @@ use crate::events::Events;
 use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qrwlock::QRwCore;
-use crate::reader_table::{ReaderTable, Slot, listed_marker, table_at};
+use crate::reader_table::{ReaderTable, Slot, SlotSet, listed_marker, table_at};
 use crate::sync::atomic::{AtomicU64, Ordering, fence};
 use crate::wait::parking::{park_for, prepare as park_prepare, unpark_all};
 use crate::wait::{Backoff, Deadline, TUNING};
@@ -1139,7 +1139,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // scanned slots' counts here, from the line the wait just read;
         // the other slots' below.
         let mut fast_reads = 0u32;
-        let mut scanned = 0u64;
+        let mut scanned = SlotSet::EMPTY;
         // Threads with reader slots: more than one, and reads on the
         // underlying lock would bounce its line (`read_saving_ns`).
         let mut slots = 0u32;
@@ -1148,8 +1148,8 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             if drained && let Some(slot) = table.slot(i) {
                 drained = wait_slot::<P>(slot, id, deadline, self.events(Access::Write));
                 fast_reads = fast_reads.wrapping_add(slot.fast_reads());
-                // `slot` returned one: `i < SLOTS <= 64`.
-                scanned |= 1 << i;
+                // `slot` returned one: `i < SLOTS`.
+                scanned.insert(i);
             }
         });
         if !drained {
@@ -1162,7 +1162,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
         self.count_revocation(old, revoke_start);
         let fast_reads =
-            fast_reads.wrapping_add(table.fast_reads_except(P::reader_slot_bound(), scanned));
+            fast_reads.wrapping_add(table.fast_reads_except(P::reader_slot_bound(), &scanned));
         let keep = old & !(FAST | SYM | STAMP_MASK);
         // What each slot read saved against the underlying lock.
         let saving = read_saving_ns(slots);

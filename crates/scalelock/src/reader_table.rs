@@ -31,12 +31,17 @@
 //! also sends it to the path that hands out indices.
 //!
 //! # Size
-//! `size_of::<ReaderTable>()` is `SLOTS * 128 + 128` bytes = 8,320 bytes for
-//! 64 slots, whatever the CPU count: slots are per *thread* (see the
-//! `percpu_rwlock` module docs for why), and at most 64 threads alive at once
-//! get one; further threads take every read through the underlying lock,
-//! which is correct, only slower. A writer scans only the indices handed out
-//! so far ([`Platform::reader_slot_bound`]), not the whole table.
+//! `size_of::<ReaderTable>()` is `SLOTS * 128 + 128` bytes = 32,896 bytes
+//! for 256 slots, whatever the CPU count: slots are per *thread* (see the
+//! `percpu_rwlock` module docs for why), and at most 256 threads alive at
+//! once get one; further threads take every read through the underlying
+//! lock, which is correct, only slower. Indices are handed out lowest
+//! first and given back at thread exit, and a writer scans only the
+//! indices handed out so far ([`Platform::reader_slot_bound`]), not the
+//! whole table: a process whose threads never number more than 16 scans
+//! 16 slots. The table is a `static` whose never-free `busy` word keeps it
+//! out of the zero-filled section, so each table adds its size to the
+//! binary; the pages of slots that no thread ever used are never touched.
 //!
 //! # Registry
 //! The lock stores its table as a 6-bit index, not a pointer, to stay 16
@@ -75,12 +80,37 @@ use crate::sync::atomic::{AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicU64, 
 use crate::wait::TUNING;
 
 /// Reader slots per table: the most reader contexts that can use the fast
-/// path at once. (Four under loom and shuttle, to keep models small and
-/// let a handful of model threads outnumber the slots.)
-pub const SLOTS: usize = if cfg!(any(loom, shuttle)) { 4 } else { 64 };
-// Sets of slot indices are bitmaps in one `u64` (thread indices in use, the
-// slots a revocation scanned).
-const _: () = assert!(SLOTS <= 64, "a set of slot indices in one u64");
+/// path at once. 256, so that a thread per hardware thread of a
+/// two-socket, 128-core host still reads on its own slot (a writer scans
+/// only the indices handed out, so a small process pays nothing for the
+/// rest). (Four under loom and shuttle, to keep models small and let a
+/// handful of model threads outnumber the slots.)
+pub const SLOTS: usize = if cfg!(any(loom, shuttle)) { 4 } else { 256 };
+
+/// Words of a [`SlotSet`] (and of the std platform's bitmap of indices in
+/// use): one bit per slot.
+pub(crate) const SLOT_WORDS: usize = SLOTS.div_ceil(64);
+
+/// A set of slot indices (`< SLOTS`): the slots a revocation scanned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SlotSet([u64; SLOT_WORDS]);
+
+impl SlotSet {
+    /// The empty set.
+    pub(crate) const EMPTY: Self = Self([0; SLOT_WORDS]);
+
+    /// Adds index `i` (`i < SLOTS`).
+    #[inline]
+    pub(crate) fn insert(&mut self, i: usize) {
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+
+    /// Whether index `i` (`i < SLOTS`) is in the set.
+    #[inline]
+    pub(crate) fn contains(&self, i: usize) -> bool {
+        self.0[i / 64] & (1 << (i % 64)) != 0
+    }
+}
 
 /// Registered tables: index 0 (the default table) plus 63 user tables.
 pub(crate) const MAX_TABLES: usize = 64;
@@ -481,8 +511,8 @@ impl ReaderTable {
     }
 
     /// The wrapping sum of the slot-read counts of the slots in `0..bound`
-    /// whose bit in `scanned` is clear. A revocation adds this to the
-    /// counts of the slots it scanned (bits set), so that its total covers
+    /// not in `scanned`. A revocation adds this to the
+    /// counts of the slots it scanned, so that its total covers
     /// every slot index handed out so far (`Platform::reader_slot_bound`),
     /// not only those of live threads: a slot keeps its count when its
     /// thread exits and the next owner of the index continues it, so the
@@ -491,11 +521,11 @@ impl ReaderTable {
     /// then wrapped to billions of reads ("they paid for the revocation").
     /// The slots read here are exited threads' (or not scanned), lines
     /// nobody writes.
-    pub(crate) fn fast_reads_except(&self, bound: usize, scanned: u64) -> u32 {
+    pub(crate) fn fast_reads_except(&self, bound: usize, scanned: &SlotSet) -> u32 {
         self.slots[..bound.min(SLOTS)]
             .iter()
             .enumerate()
-            .filter(|&(i, _)| scanned & (1 << i) == 0)
+            .filter(|&(i, _)| !scanned.contains(i))
             .fold(0u32, |sum, (_, slot)| sum.wrapping_add(slot.fast_reads()))
     }
 
@@ -988,18 +1018,17 @@ pub(crate) fn listed_marker() -> &'static Slot {
 pub(crate) mod thread_slot {
     use core::cell::Cell;
 
-    use super::SLOTS;
+    use super::{SLOT_WORDS, SLOTS};
     use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-
-    const _: () = assert!(SLOTS <= 64, "one bitmap word");
 
     /// `INDEX` value before the thread asked for a slot.
     const UNSET: u32 = 0;
     /// `INDEX` value once the thread gave its slot back (it is exiting).
     const DEAD: u32 = u32::MAX;
 
-    /// Bit `i`: index `i` is owned by a live thread (or retired).
-    static USED: AtomicU64 = AtomicU64::new(0);
+    /// Bit `i % 64` of word `i / 64`: index `i` is owned by a live thread
+    /// (or retired).
+    static USED: [AtomicU64; SLOT_WORDS] = [const { AtomicU64::new(0) }; SLOT_WORDS];
     /// One past the highest index ever handed out.
     static BOUND: AtomicUsize = AtomicUsize::new(0);
 
@@ -1025,7 +1054,7 @@ pub(crate) mod thread_slot {
             if super::all_free(i) {
                 // Release pairs with the next owner's Acquire in `register`:
                 // our last slot stores happen before its first.
-                USED.fetch_and(!(1u64 << i), Ordering::Release);
+                USED[i / 64].fetch_and(!(1u64 << (i % 64)), Ordering::Release);
             }
         }
     }
@@ -1075,54 +1104,69 @@ pub(crate) mod thread_slot {
     /// after its fence (as with `BOUND`), so it sees every bit that matters.
     #[inline]
     pub(crate) fn in_use(mut f: impl FnMut(usize)) {
-        // Acquire pairs with the Release in `Owner::drop`: a slot skipped
-        // because its thread exited was freed after that thread's last
-        // read, so the read happens before the writer's section.
-        let mut used = USED.load(Ordering::Acquire);
-        while used != 0 {
-            f(used.trailing_zeros() as usize);
-            used &= used - 1;
+        // Only the words up to the highest index handed out (`BOUND` is
+        // read after the writer's fence, as the bits are).
+        for (w, word) in USED.iter().enumerate().take(bound().div_ceil(64)) {
+            // Acquire pairs with the Release in `Owner::drop`: a slot
+            // skipped because its thread exited was freed after that
+            // thread's last read, so the read happens before the writer's
+            // section.
+            let mut used = word.load(Ordering::Acquire);
+            while used != 0 {
+                f(w * 64 + used.trailing_zeros() as usize);
+                used &= used - 1;
+            }
         }
     }
 
+    /// Hands out the lowest free index (the writers' scans stay as short
+    /// as the number of threads that read at once), or `None` if all
+    /// `SLOTS` are taken: the thread then reads through the underlying
+    /// lock, and asks again at its next slow read (a thread may have
+    /// exited).
     #[cold]
     fn register() -> Option<usize> {
-        let mut used = USED.load(Ordering::Relaxed);
-        loop {
-            let free = !used & low_bits(SLOTS);
-            if free == 0 {
-                // All taken: read through the underlying lock; ask again next
-                // time (a thread may have exited).
-                return None;
-            }
-            let i = free.trailing_zeros() as usize;
-            // Acquire pairs with the Release in `Owner::drop`.
-            match USED.compare_exchange_weak(
-                used,
-                used | (1 << i),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    // Arrange to give it back; fails if the thread is already
-                    // tearing down its thread-locals.
-                    if OWNER.try_with(|_| ()).is_err() {
-                        USED.fetch_and(!(1u64 << i), Ordering::Relaxed);
-                        INDEX.with(|c| c.set(DEAD));
-                        return None;
-                    }
-                    // Ordered before our first slot store, which precedes the
-                    // reader's fence; a writer reads `BOUND` after its fence.
-                    BOUND.fetch_max(i + 1, Ordering::Relaxed);
-                    INDEX.with(|c| c.set(i as u32 + 1));
-                    set_inline(i);
-                    return Some(i);
+        for (w, word) in USED.iter().enumerate() {
+            let mut used = word.load(Ordering::Relaxed);
+            loop {
+                let free = !used & low_bits(SLOTS - w * 64);
+                if free == 0 {
+                    break;
                 }
-                Err(now) => used = now,
+                let bit = free.trailing_zeros() as usize;
+                // Acquire pairs with the Release in `Owner::drop`.
+                match word.compare_exchange_weak(
+                    used,
+                    used | (1 << bit),
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return claimed(w * 64 + bit),
+                    Err(now) => used = now,
+                }
             }
         }
+        None
     }
 
+    /// `register` set the bit of index `i`: arrange to give it back at
+    /// thread exit, and record it.
+    fn claimed(i: usize) -> Option<usize> {
+        // Fails if the thread is already tearing down its thread-locals.
+        if OWNER.try_with(|_| ()).is_err() {
+            USED[i / 64].fetch_and(!(1u64 << (i % 64)), Ordering::Relaxed);
+            INDEX.with(|c| c.set(DEAD));
+            return None;
+        }
+        // Ordered before our first slot store, which precedes the reader's
+        // fence; a writer reads `BOUND` after its fence.
+        BOUND.fetch_max(i + 1, Ordering::Relaxed);
+        INDEX.with(|c| c.set(i as u32 + 1));
+        set_inline(i);
+        Some(i)
+    }
+
+    /// The low `n` bits (all 64 for `n >= 64`).
     const fn low_bits(n: usize) -> u64 {
         if n >= 64 { !0 } else { (1u64 << n) - 1 }
     }

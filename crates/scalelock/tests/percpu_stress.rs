@@ -14,6 +14,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use lock_api::{RawRwLock, RawRwLockDowngrade};
+use scalelock::reader_table::SLOTS;
 use scalelock::{RawPerCpuRwLock, ReaderTable};
 
 const RUN: Duration = Duration::from_millis(if cfg!(miri) { 20 } else { 300 });
@@ -261,7 +262,7 @@ fn thread_churn() {
     };
     let deadline = Instant::now() + RUN;
     while Instant::now() < deadline {
-        let batch: Vec<_> = (0..if cfg!(miri) { 2 } else { 80 })
+        let batch: Vec<_> = (0..if cfg!(miri) { 2 } else { SLOTS + 16 })
             .map(|_| {
                 let s = s.clone();
                 thread::spawn(move || {
@@ -357,7 +358,7 @@ fn downgrade_under_load() {
     s.check();
 }
 
-/// More reading threads than reader slots (80 against 64): the threads
+/// More reading threads than reader slots (`SLOTS + 16`): the threads
 /// without a slot read through the underlying lock, and read recursively
 /// (two and three deep) while writers queue. A nested read must never wait
 /// behind a writer that waits for the outer read: every thread finishes
@@ -370,13 +371,14 @@ fn nested_reads_without_slots_pass_queued_writers() {
     static MANY: ReaderTable = ReaderTable::new();
     let s = Shared::new(RawPerCpuRwLock::with_table(&MANY));
     let stop = Arc::new(AtomicBool::new(false));
-    let started = Arc::new(std::sync::Barrier::new(81));
+    let readers = SLOTS + 16;
+    let started = Arc::new(std::sync::Barrier::new(readers + 1));
     let mut handles = Vec::new();
-    for r in 0..80 {
+    for r in 0..readers {
         let (s, stop, started) = (s.clone(), stop.clone(), started.clone());
         handles.push(thread::spawn(move || {
             // Every thread holds a read while the others start, so that
-            // all 80 are alive at once and 16 of them find no slot.
+            // all are alive at once and 16 of them find no slot.
             s.read(|| {
                 started.wait();
             });

@@ -197,7 +197,12 @@ fn size() {
         assert_eq!(core::mem::size_of::<PerCpuReadToken>(), 8);
         assert_eq!(core::mem::size_of::<PerCpuWriteToken>(), 8);
     }
-    assert_eq!(core::mem::size_of::<ReaderTable>(), 64 * 128 + 128);
+    assert_eq!(
+        core::mem::size_of::<ReaderTable>(),
+        crate::reader_table::SLOTS * 128 + 128
+    );
+    #[cfg(not(any(loom, shuttle)))]
+    assert_eq!(core::mem::size_of::<ReaderTable>(), 32_896, "as documented");
 }
 
 /// The inline read's slot lookup: "slot" `SLOTS` is the table's never-free
@@ -1280,6 +1285,74 @@ fn exited_threads_give_their_slot_back() {
         .unwrap();
     }
     assert!(thread_slot::bound() <= crate::reader_table::SLOTS);
+}
+
+/// Slot indices past the first 64 (one word of the bitmaps) are handed
+/// out and scanned: 100 threads hold a read at once, each on its own slot,
+/// and a read on an index past 63, alone, keeps a writer out (one look,
+/// `try_lock_exclusive`, and a wait, `lock_exclusive`).
+#[test]
+fn more_than_64_threads_read_on_their_own_slots() {
+    if cfg!(miri) {
+        return;
+    }
+    const N: usize = 100;
+    let raw = Arc::new(Raw::with_table(&XEN));
+    let (tell, told) = std::sync::mpsc::channel();
+    let readers: Vec<_> = (0..N)
+        .map(|_| {
+            let (r, tell) = (Arc::clone(&raw), tell.clone());
+            let (go, wait) = std::sync::mpsc::channel::<()>();
+            let h = thread::spawn(move || {
+                let t = r.lock_shared();
+                let fast_read = fast(&t);
+                tell.send((thread_slot::assigned(), fast_read)).unwrap();
+                wait.recv().unwrap();
+                // SAFETY: `t` came from `lock_shared` on this thread.
+                unsafe { r.unlock_shared(t) };
+            });
+            (h, go)
+        })
+        .collect();
+    let mut slots: Vec<usize> = (0..N)
+        .map(|_| {
+            let (slot, fast_read) = told.recv().unwrap();
+            assert!(fast_read, "every reader reads on its slot");
+            slot.expect("every reader has a slot")
+        })
+        .collect();
+    slots.sort_unstable();
+    slots.dedup();
+    assert_eq!(slots.len(), N, "one slot per reader");
+    // Let all go but the reader on the highest index (past 63: 100
+    // distinct indices).
+    let mut readers = readers;
+    let last = readers.pop().unwrap();
+    for (h, go) in readers {
+        go.send(()).unwrap();
+        h.join().unwrap();
+    }
+    assert!(
+        raw.try_lock_exclusive().is_none(),
+        "a reader on slot {} keeps a writer out",
+        slots[N - 1]
+    );
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (r, done) = (Arc::clone(&raw), Arc::clone(&done));
+        thread::spawn(move || {
+            let w = r.lock_exclusive();
+            done.store(true, O::Relaxed);
+            // SAFETY: `w` came from `lock_exclusive` on this thread.
+            unsafe { r.unlock_exclusive(w) };
+        })
+    };
+    thread::sleep(core::time::Duration::from_millis(50));
+    assert!(!done.load(O::Relaxed), "the writer waits for the last reader");
+    last.1.send(()).unwrap();
+    last.0.join().unwrap();
+    writer.join().unwrap();
+    assert!(done.load(O::Relaxed));
 }
 
 #[test]
