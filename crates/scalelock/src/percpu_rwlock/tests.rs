@@ -1348,7 +1348,10 @@ fn more_than_64_threads_read_on_their_own_slots() {
         })
     };
     thread::sleep(core::time::Duration::from_millis(50));
-    assert!(!done.load(O::Relaxed), "the writer waits for the last reader");
+    assert!(
+        !done.load(O::Relaxed),
+        "the writer waits for the last reader"
+    );
     last.1.send(()).unwrap();
     last.0.join().unwrap();
     writer.join().unwrap();
