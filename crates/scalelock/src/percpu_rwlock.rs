@@ -290,7 +290,7 @@ use crate::events::Events;
 use crate::hook::{self, Held, Pending};
 use crate::platform::{DefaultPlatform, Platform};
 use crate::qrwlock::QRwCore;
-use crate::reader_table::{ReaderTable, Slot, SlotSet, listed_marker, table_at};
+use crate::reader_table::{ReaderTable, Slot, listed_marker, table_at};
 use crate::sync::atomic::{AtomicU64, Ordering, fence};
 use crate::wait::parking::{park_for, prepare as park_prepare, unpark_all};
 use crate::wait::{Backoff, Deadline, TUNING};
@@ -1135,11 +1135,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         };
         let id = old & ID_MASK;
         let mut drained = true;
-        // The slot reads so far (`ReaderTable::fast_reads_total`): the
-        // scanned slots' counts here, from the line the wait just read;
-        // the other slots' below.
+        // The class's slot reads so far: the scanned slots' counts here,
+        // from the line the wait just read, plus those of the threads that
+        // exited (`ReaderTable::retired_fast_reads`) below.
         let mut fast_reads = 0u32;
-        let mut scanned = SlotSet::EMPTY;
         // Threads with reader slots: more than one, and reads on the
         // underlying lock would bounce its line (`read_saving_ns`).
         let mut slots = 0u32;
@@ -1148,8 +1147,6 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             if drained && let Some(slot) = table.slot(i) {
                 drained = wait_slot::<P>(slot, id, deadline, self.events(Access::Write));
                 fast_reads = fast_reads.wrapping_add(slot.fast_reads());
-                // `slot` returned one: `i < SLOTS`.
-                scanned.insert(i);
             }
         });
         if !drained {
@@ -1161,8 +1158,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return None;
         }
         self.count_revocation(old, revoke_start);
-        let fast_reads =
-            fast_reads.wrapping_add(table.fast_reads_except(P::reader_slot_bound(), &scanned));
+        let fast_reads = fast_reads.wrapping_add(table.retired_fast_reads());
         let keep = old & !(FAST | SYM | STAMP_MASK);
         // What each slot read saved against the underlying lock.
         let saving = read_saving_ns(slots);
@@ -1278,7 +1274,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // now).
             return Some(keep | bias::<P>() | stamp_at(end));
         }
-        let slow = table.slow_reads_total(P::reader_slot_bound());
+        let slow = slow_reads_total::<P>(table);
         if reads < TUNING.pc_sym_min_reads {
             // A handful of reads per write never pays for revoking at each
             // (on any machine): inhibit without a race, and measure the
@@ -1468,6 +1464,19 @@ fn step_aside<P: Platform>(slot: &'static Slot, biased: bool) {
 #[inline(never)]
 fn wake_slot<P: Platform>(slot: &'static Slot) {
     unpark_all::<P>(slot.park_addr());
+}
+
+/// The class's slow reads so far (wrapping; `ModeRace`): those of the
+/// threads that exited plus the counts of the slots in use, whose lines
+/// the revocation has just read.
+fn slow_reads_total<P: Platform>(table: &ReaderTable) -> u32 {
+    let mut slow = table.retired_slow_reads();
+    P::reader_slots_in_use(|i| {
+        if let Some(slot) = table.slot(i) {
+            slow = slow.wrapping_add(slot.slow_reads());
+        }
+    });
+    slow
 }
 
 /// Waits while `slot` holds a fast read of the lock `id` (spin, then park on

@@ -54,6 +54,7 @@
 
 use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 
+use crate::reader_table::count_since;
 use crate::wait::TUNING;
 
 /// No phase measured yet.
@@ -130,7 +131,9 @@ impl ModeRace {
     /// Judges a symmetric revocation at `now_ns` of a lock whose bias was
     /// on since `on_since_ns` (the window's end, after a window), with the
     /// class's slot reads `fast` and slow reads `slow` so far (wrapping
-    /// totals over every slot).
+    /// totals: the slots in use plus the exited threads' counts, see
+    /// `ReaderTable::retired_fast_reads`; a total that dipped counts as no
+    /// reads, `count_since`).
     pub(crate) fn judge(&self, now_ns: u64, on_since_ns: u64, fast: u32, slow: u32) -> Verdict {
         let start = self.start_ns.load(Ordering::Relaxed);
         let since = self.start_reads.load(Ordering::Relaxed);
@@ -139,7 +142,7 @@ impl ModeRace {
             WINDOW => {
                 let ns = on_since_ns.saturating_sub(start);
                 if ns >= MIN_WINDOW_NS {
-                    let rate = per_ms(slow.wrapping_sub(since), ns);
+                    let rate = per_ms(count_since(slow, since), ns);
                     self.inhibited_per_ms.store(rate.max(1), Ordering::Relaxed);
                 }
                 let skip = self.skip.load(Ordering::Relaxed);
@@ -165,7 +168,7 @@ impl ModeRace {
                     return Verdict::Inhibit(PROBE_WINDOW_NS);
                 } else if ns < SYM_PHASE_NS {
                     return Verdict::Symmetric;
-                } else if per_ms(all.wrapping_sub(since), ns) >= inhibited {
+                } else if per_ms(count_since(all, since), ns) >= inhibited {
                     // Symmetric won: no more races until a window measures
                     // the inhibited rate again. (One comparison per phase:
                     // a running average compared at every write would
