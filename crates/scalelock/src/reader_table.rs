@@ -36,10 +36,10 @@
 //! `percpu_rwlock` module docs for why), and at most 256 threads alive at
 //! once get one; further threads take every read through the underlying
 //! lock, which is correct, only slower. Indices are handed out lowest
-//! first and given back at thread exit, and a writer scans only the
-//! indices handed out so far ([`Platform::reader_slot_bound`]), not the
-//! whole table: a process whose threads never number more than 16 scans
-//! 16 slots. The table is a `static` whose never-free `busy` word keeps it
+//! first and given back at thread exit, and a writer scans only the slots
+//! in use ([`Platform::reader_slots_in_use`]; the std platform keeps a
+//! bitmap of them), not the whole table: a process with 16 reading
+//! threads scans 16 slots, however many it had before. The table is a `static` whose never-free `busy` word keeps it
 //! out of the zero-filled section, so each table adds its size to the
 //! binary; the pages of slots that no thread ever used are never touched.
 //!
@@ -66,10 +66,14 @@
 //! `percpu_rwlock`, "Modes"). Each slot counts its owner's slot reads
 //! (biased and symmetric) on the owner's line (a plain load and store next
 //! to the slot word the read writes anyway); a revoking writer, which reads
-//! that line to wait for the slot, sums the counts.
+//! that line to wait for the slot, sums the counts. A thread that exits
+//! adds its slot's counts to the table's *retired* counts and zeroes them
+//! (the next owner of the index starts from 0), so the class's totals are
+//! the retired counts plus the slots in use, and only grow.
 //!
 //! [`Platform::reader_slot`]: crate::platform::Platform::reader_slot
 //! [`Platform::reader_slot_bound`]: crate::platform::Platform::reader_slot_bound
+//! [`Platform::reader_slots_in_use`]: crate::platform::Platform::reader_slots_in_use
 //! [`RawPerCpuRwLock::with_table`]: crate::RawPerCpuRwLock::with_table
 
 use core::ptr;
@@ -531,8 +535,9 @@ impl ReaderTable {
     /// of the total (which wrapped to billions of reads, "they paid for the
     /// revocation") nor hides the reads it made before; and a revocation
     /// reads the lines of the slots in use only, however many threads held
-    /// a slot before (reading every slot ever handed out cost a symmetric
-    /// revocation 150 ns instead of 10 after a burst of 250 threads).
+    /// a slot before (every slot ever handed out, read at each revocation,
+    /// made a symmetric write after a burst of short-lived threads cost
+    /// many times its usual price: `docs/measurements.md`).
     #[inline]
     pub(crate) fn retired_fast_reads(&self) -> u32 {
         self.retired_fast.load(Ordering::Relaxed)

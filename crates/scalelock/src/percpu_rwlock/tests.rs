@@ -645,10 +645,11 @@ fn one_slow_revocation_keeps_the_bias() {
 }
 
 /// A reading thread that exits takes no reads back: the reads a
-/// revocation counts (for the keep rule) are those of every slot ever
-/// handed out, not only of the slots in use, so a slot whose thread exited
-/// between two revocations neither wraps the count (a huge "the reads
-/// paid for it") nor hides the reads it made before. On a manual clock.
+/// revocation counts (for the keep rule) are those of the slots in use
+/// plus the ones exited threads handed to the table, so a slot whose
+/// thread exited between two revocations neither wraps the count (a huge
+/// "the reads paid for it") nor hides the reads it made before. On a
+/// manual clock.
 #[test]
 fn an_exited_reader_leaves_the_read_count_alone() {
     const CLOCK: usize = 7;
