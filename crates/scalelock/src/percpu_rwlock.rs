@@ -27,8 +27,9 @@
 //! - **Write**: take the underlying write lock (excluding other writers and
 //!   slow readers). If `FAST` is set, *revoke* it: clear `FAST`, fence, then
 //!   for every slot in use (the platform's `reader_slots_in_use`) wait
-//!   while that slot names this lock (spin, then park on the slot). Unlock: release the underlying
-//!   lock, first setting the state the next readers find (see "Modes");
+//!   while that slot names this lock (spin, then park on the slot).
+//!   Unlock: release the underlying lock, first setting the state the
+//!   next readers find (see "Modes");
 //!   where that state has `FAST`, writes are sparse and threads queue on
 //!   the underlying lock, fairly (see "Writes end the underlying lock's
 //!   batches").

@@ -39,9 +39,10 @@
 //! first and given back at thread exit, and a writer scans only the slots
 //! in use ([`Platform::reader_slots_in_use`]; the std platform keeps a
 //! bitmap of them), not the whole table: a process with 16 reading
-//! threads scans 16 slots, however many it had before. The table is a `static` whose never-free `busy` word keeps it
-//! out of the zero-filled section, so each table adds its size to the
-//! binary; the pages of slots that no thread ever used are never touched.
+//! threads scans 16 slots, however many it had before. The table is a
+//! `static` whose never-free `busy` word keeps it out of the zero-filled
+//! section, so each table adds its size to the binary; the pages of slots
+//! that no thread ever used are never touched.
 //!
 //! # Registry
 //! The lock stores its table as a 6-bit index, not a pointer, to stay 16
