@@ -1138,7 +1138,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let mut drained = true;
         // The class's slot reads so far: the scanned slots' counts here,
         // from the line the wait just read, plus those of the threads that
-        // exited (`ReaderTable::retired_fast_reads`) below.
+        // exited (`ReaderTable::retired_fast_reads`) below, if no exit
+        // moved counts meanwhile (`retire_seq`).
+        let retire_seq = table.retire_seq();
         let mut fast_reads = 0u32;
         // Threads with reader slots: more than one, and reads on the
         // underlying lock would bounce its line (`read_saving_ns`).
@@ -1159,7 +1161,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return None;
         }
         self.count_revocation(old, revoke_start);
-        let fast_reads = fast_reads.wrapping_add(table.retired_fast_reads());
+        let fast_reads = match table.retired_fast_reads(retire_seq) {
+            Some(retired) => Some(fast_reads.wrapping_add(retired)),
+            // An exit met the scan: sum again, without waiting.
+            None => fast_reads_total::<P>(table),
+        };
         let keep = old & !(FAST | SYM | STAMP_MASK);
         // What each slot read saved against the underlying lock.
         let saving = read_saving_ns(slots);
@@ -1195,8 +1201,14 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // revocation, or the class's average if more (one short
             // interval between random writes says little of the read
             // share, and would inhibit the bias for a whole window).
-            let since = table.fast_reads_since(fast_reads);
-            let reads = table.reads_per_write(since).max(u64::from(since));
+            let reads = match fast_reads {
+                Some(total) => {
+                    let since = table.fast_reads_since(Some(total));
+                    table.reads_per_write(since).max(u64::from(since))
+                }
+                // Exits kept moving counts: the class's average alone.
+                None => table.reads_per_write_average(),
+            };
             // Sparse writes: revoking at each costs at most 1/pc_keep_factor
             // of the time, less than readers lose on the underlying lock
             // during a window, or on a full fence per read in the symmetric
@@ -1249,7 +1261,12 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // the mode race. (The reads per write feed the class's average,
         // which the biased mode's rules weigh.)
         let end = P::now_ns();
-        let reads = table.reads_per_write(table.fast_reads_since(fast_reads));
+        // Exits kept moving counts (no total): stay symmetric; the next
+        // write decides.
+        let (Some(fast_reads), Some(slow)) = (fast_reads, slow_reads_total::<P>(table)) else {
+            return Some(keep | FAST | SYM | stamp_at(end));
+        };
+        let reads = table.reads_per_write(table.fast_reads_since(Some(fast_reads)));
         let gap = since_stamp(old, end);
         // Rare: the heavy fence the biased mode would pay at the next
         // write (the cheaper of the last two: one may have been preempted)
@@ -1275,7 +1292,6 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // now).
             return Some(keep | bias::<P>() | stamp_at(end));
         }
-        let slow = slow_reads_total::<P>(table);
         if reads < TUNING.pc_sym_min_reads {
             // A handful of reads per write never pays for revoking at each
             // (on any machine): inhibit without a race, and measure the
@@ -1469,15 +1485,34 @@ fn wake_slot<P: Platform>(slot: &'static Slot) {
 
 /// The class's slow reads so far (wrapping; `ModeRace`): those of the
 /// threads that exited plus the counts of the slots in use, whose lines
-/// the revocation has just read.
-fn slow_reads_total<P: Platform>(table: &ReaderTable) -> u32 {
-    let mut slow = table.retired_slow_reads();
-    P::reader_slots_in_use(|i| {
-        if let Some(slot) = table.slot(i) {
-            slow = slow.wrapping_add(slot.slow_reads());
-        }
-    });
-    slow
+/// the revocation has just read; `None` if exits kept moving counts
+/// (`ReaderTable::checked_total`).
+fn slow_reads_total<P: Platform>(table: &ReaderTable) -> Option<u32> {
+    table.checked_total(|| {
+        let mut slow = table.retired_slow_reads();
+        P::reader_slots_in_use(|i| {
+            if let Some(slot) = table.slot(i) {
+                slow = slow.wrapping_add(slot.slow_reads());
+            }
+        });
+        slow
+    })
+}
+
+/// The class's slot reads so far (wrapping), as `slow_reads_total`: for a
+/// revocation whose scan met an exit (its own sum, made while it waited
+/// for the slots, is not used).
+#[cold]
+fn fast_reads_total<P: Platform>(table: &ReaderTable) -> Option<u32> {
+    table.checked_total(|| {
+        let mut fast = table.retired_fast_reads_unchecked();
+        P::reader_slots_in_use(|i| {
+            if let Some(slot) = table.slot(i) {
+                fast = fast.wrapping_add(slot.fast_reads());
+            }
+        });
+        fast
+    })
 }
 
 /// Waits while `slot` holds a fast read of the lock `id` (spin, then park on

@@ -70,7 +70,10 @@
 //! that line to wait for the slot, sums the counts. A thread that exits
 //! adds its slot's counts to the table's *retired* counts and zeroes them
 //! (the next owner of the index starts from 0), so the class's totals are
-//! the retired counts plus the slots in use, and only grow.
+//! the retired counts plus the slots in use, and only grow. The hand-over
+//! runs inside a sequence count (a seqlock's), which a writer reads before
+//! and after summing: a sum that met a hand-over, and could hold that
+//! thread's counts twice or not at all, is taken again or not used.
 //!
 //! [`Platform::reader_slot`]: crate::platform::Platform::reader_slot
 //! [`Platform::reader_slot_bound`]: crate::platform::Platform::reader_slot_bound
@@ -106,11 +109,11 @@ const BUSY: u64 = u64::MAX;
 
 /// What a wrapping read total `now` counts since `then`: their difference
 /// modulo 2^32, or 0 if `now` lies behind `then` (a "difference" over half
-/// the range: no class makes 2^31 reads between two looks). A total dips
-/// for a moment while an exiting thread hands its counts to its table,
-/// and two writers of a class's different locks may record totals out of
-/// order; a dip taken for 2^32 reads would make one revocation look paid
-/// for by billions.
+/// the range: no class makes 2^31 reads between two looks). Two writers
+/// of a class's different locks may record totals out of order; a total
+/// behind the last one taken for 2^32 reads would make one revocation
+/// look paid for by billions. (An exiting thread's hand-over of its
+/// counts does not move a total: see `ReaderTable::retire_seq`.)
 #[inline]
 pub(crate) fn count_since(now: u32, then: u32) -> u32 {
     let d = now.wrapping_sub(then);
@@ -330,6 +333,12 @@ pub struct ReaderTable {
     retired_fast: AtomicU32,
     /// See `retired_fast`.
     retired_slow: AtomicU32,
+    /// A sequence count over the moves of exiting threads' counts into
+    /// `retired_fast` and `retired_slow` (a seqlock's): odd while one is
+    /// under way, and two more after each. A writer summing a class total
+    /// reads it before and after (`retire_seq`, `unchanged_since`), so
+    /// that an exit in between is not counted twice or not at all.
+    retire_seq: AtomicU32,
     /// Cost of the heavy fence of the class's last asymmetric revocation,
     /// ns.
     fence_ns: AtomicU32,
@@ -434,6 +443,7 @@ impl ReaderTable {
             fast_reads_seen: AtomicU32::new(0),
             retired_fast: AtomicU32::new(0),
             retired_slow: AtomicU32::new(0),
+            retire_seq: AtomicU32::new(0),
             fence_ns: AtomicU32::new(0),
             fence_floor_ns: AtomicU32::new(0),
             fence_at_ns: AtomicU64::new(0),
@@ -465,6 +475,7 @@ impl ReaderTable {
             fast_reads_seen: AtomicU32::new(0),
             retired_fast: AtomicU32::new(0),
             retired_slow: AtomicU32::new(0),
+            retire_seq: AtomicU32::new(0),
             fence_ns: AtomicU32::new(0),
             fence_floor_ns: AtomicU32::new(0),
             fence_at_ns: AtomicU64::new(0),
@@ -517,7 +528,8 @@ impl ReaderTable {
     }
 
     /// The slow reads (wrapping) of the threads that exited, which a
-    /// class total adds to the counts of the slots in use (`ModeRace`).
+    /// class total adds to the counts of the slots in use (`ModeRace`;
+    /// taken inside `checked_total`).
     #[inline]
     pub(crate) fn retired_slow_reads(&self) -> u32 {
         self.retired_slow.load(Ordering::Relaxed)
@@ -538,36 +550,117 @@ impl ReaderTable {
     /// reads the lines of the slots in use only, however many threads held
     /// a slot before (every slot ever handed out, read at each revocation,
     /// made a symmetric write after a burst of short-lived threads cost
-    /// many times its usual price: `docs/measurements.md`).
+    /// many times its usual price: `docs/measurements.md`). `None` if an
+    /// exit moved counts since `seq` (`retire_seq`, read before the slots'
+    /// counts were): a total of the slots' counts and this would then hold
+    /// that thread's counts twice or not at all.
     #[inline]
-    pub(crate) fn retired_fast_reads(&self) -> u32 {
+    pub(crate) fn retired_fast_reads(&self, seq: u32) -> Option<u32> {
+        let n = self.retired_fast.load(Ordering::Relaxed);
+        self.unchanged_since(seq).then_some(n)
+    }
+
+    /// The slot reads of the threads that exited, read inside
+    /// `checked_total` (or in tests).
+    #[inline]
+    pub(crate) fn retired_fast_reads_unchecked(&self) -> u32 {
         self.retired_fast.load(Ordering::Relaxed)
+    }
+
+    /// The exits' sequence count, to read before summing a class total
+    /// (the retired counts and the counts of the slots in use) and to pass
+    /// to `retired_fast_reads`, `retired_slow_reads` or `unchanged_since`
+    /// after. Acquire pairs with `retire_counts`' closing Release store:
+    /// the counts read after it include every move it counted.
+    #[inline]
+    pub(crate) fn retire_seq(&self) -> u32 {
+        self.retire_seq.load(Ordering::Acquire)
+    }
+
+    /// Whether no exit moved counts since `seq` (`retire_seq`) nor was
+    /// doing so then: every count read since is then from one consistent
+    /// moment of the hand-overs (the seqlock reader's check).
+    #[inline]
+    pub(crate) fn unchanged_since(&self, seq: u32) -> bool {
+        // Pairs with `retire_counts`' Release fence: if a count read above
+        // was written by a move, the odd sequence it follows is seen here.
+        crate::sync::atomic::fence(Ordering::Acquire);
+        seq & 1 == 0 && self.retire_seq.load(Ordering::Relaxed) == seq
+    }
+
+    /// A class total that `sum` adds up (the retired counts plus the
+    /// counts of the slots in use), taken while no exit moved counts:
+    /// tried a few times, `None` if exits kept moving counts (the caller
+    /// then decides without it).
+    pub(crate) fn checked_total(&self, mut sum: impl FnMut() -> u32) -> Option<u32> {
+        for _ in 0..4 {
+            let seq = self.retire_seq();
+            let total = sum();
+            if self.unchanged_since(seq) {
+                return Some(total);
+            }
+            core::hint::spin_loop();
+        }
+        None
     }
 
     /// Slot `i`'s owner is exiting (its index is going back): add its
     /// read counts to the retired ones and zero them, so that the next
-    /// owner of the index starts from 0. Zeroed first: a revocation
-    /// between the two sees the total dip, which counts as no reads
-    /// (`count_since`), and the next one counts them.
+    /// owner of the index starts from 0. Inside the `retire_seq` seqlock
+    /// (exits may race each other: the odd count is taken by a CAS), so a
+    /// writer whose sum of the counts met this move can tell and sum
+    /// again.
     #[cfg(all(feature = "std", not(any(loom, shuttle))))]
-    fn retire_counts(&self, i: usize) {
+    pub(crate) fn retire_counts(&self, i: usize) {
+        let mut seq = self.retire_seq.load(Ordering::Relaxed);
+        loop {
+            if seq & 1 == 0 {
+                // Relaxed: the fence below orders the odd count before the
+                // moves.
+                match self.retire_seq.compare_exchange_weak(
+                    seq,
+                    seq.wrapping_add(1),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(now) => seq = now,
+                }
+            } else {
+                core::hint::spin_loop();
+                seq = self.retire_seq.load(Ordering::Relaxed);
+            }
+        }
+        // Pairs with `unchanged_since`'s Acquire fence: a writer that reads
+        // a count moved below sees the odd sequence.
+        crate::sync::atomic::fence(Ordering::Release);
         let (fast, slow) = self.slots[i].take_counts();
-        // Relaxed: hints, as the slot counts are.
+        // Relaxed: hints, as the slot counts are; ordered by the fence and
+        // the store around them.
         self.retired_fast.fetch_add(fast, Ordering::Relaxed);
         self.retired_slow.fetch_add(slow, Ordering::Relaxed);
+        // Release pairs with `retire_seq`'s Acquire load: a writer that
+        // reads the even count sees the moves done.
+        self.retire_seq
+            .store(seq.wrapping_add(2), Ordering::Release);
     }
 
     /// Slot reads of the class since its last revocation, from `sum`, the
-    /// retired reads plus the counts of the slots in use
-    /// (`retired_fast_reads`; the total only grows, but for a dip while a
-    /// thread exits, so the difference of the totals is the reads since,
-    /// modulo 2^32, and a dip counts as none: `count_since`); records `sum`
-    /// for the next.
+    /// retired reads plus the counts of the slots in use, taken with no
+    /// exit in between (`retired_fast_reads`; the total then only grows,
+    /// so the difference of the totals is the reads since, modulo 2^32,
+    /// and one that went back, two writers of different locks recording
+    /// out of order, counts as none: `count_since`); records `sum` for the
+    /// next. Without a sum (an exit met it) 0, and the next revocation
+    /// counts from the last one recorded.
     /// Class-wide, as the other figures here: reads of the class's other
     /// locks count too. Relaxed: a hint.
     #[inline]
-    pub(crate) fn fast_reads_since(&self, sum: u32) -> u32 {
-        count_since(sum, self.fast_reads_seen.swap(sum, Ordering::Relaxed))
+    pub(crate) fn fast_reads_since(&self, sum: Option<u32>) -> u32 {
+        match sum {
+            Some(sum) => count_since(sum, self.fast_reads_seen.swap(sum, Ordering::Relaxed)),
+            None => 0,
+        }
     }
 
     /// The cheaper of the heavy fences of the class's last two asymmetric
@@ -635,6 +728,13 @@ impl ReaderTable {
         self.reads_per_write_x16
             .store(avg.max(1) as u32, Ordering::Relaxed);
         avg / 16
+    }
+
+    /// The class's average slot reads per revocation (`reads_per_write`),
+    /// without a new figure. Relaxed: a hint.
+    #[inline]
+    pub(crate) fn reads_per_write_average(&self) -> u64 {
+        u64::from(self.reads_per_write_x16.load(Ordering::Relaxed)) / 16
     }
 
     /// The class's average slot reads per revocation, in 1/16ths (tests).
@@ -886,7 +986,13 @@ pub(crate) fn table_at(index: usize) -> &'static ReaderTable {
     unsafe { &*p }
 }
 
-/// The default table and every registered user table.
+/// The default table and every registered user table. All of them, not
+/// only those bound to the std platform: a platform of the user's may
+/// hand out the std platform's thread indices (by calling its
+/// `reader_slot`), and an index whose slot some table still holds must not
+/// go back (`all_free`). (In a table of a platform with its own indices,
+/// the exit of the thread with std index `i` may count context `i`'s
+/// reads twice: hints only.)
 #[cfg(all(feature = "std", not(any(loom, shuttle))))]
 fn registered_tables() -> impl Iterator<Item = &'static ReaderTable> {
     core::iter::once(default_table()).chain(REGISTRY[1..].iter().filter_map(|entry| {
