@@ -417,9 +417,20 @@ impl<P: Platform> QSpinCore<P> {
     }
 
     /// The contended paths: true holding the lock, false once `deadline`
-    /// passed (then nothing of ours is left in the lock).
+    /// passed (then nothing of ours is left in the lock). A lock taken here
+    /// starts a new turn of the caller's (`batch::stretch_restarts`).
     #[inline]
     fn lock_contended(&self, deadline: Deadline, ev: Events) -> bool {
+        let took = self.lock_contended_paths(deadline, ev);
+        if took {
+            batch::stretch_restarts::<P>(self.addr());
+        }
+        took
+    }
+
+    /// `lock_contended`'s paths: spin, wait as the word waiter, or queue.
+    #[inline]
+    fn lock_contended_paths(&self, deadline: Deadline, ev: Events) -> bool {
         // A thread that just handed the lock to the word waiter is still
         // running and would take it back whenever it finds it free between
         // the new holder's acquisitions: it queues at once instead.

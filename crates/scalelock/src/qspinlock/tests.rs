@@ -854,3 +854,72 @@ fn a_holder_stretch_restarts_after_a_pause() {
     .join()
     .unwrap();
 }
+
+/// Releases `lock` up to `n` times, `pace_ns` apart on the clock, while a
+/// word waiter sleeps (`PENDING`): the release after which the holder
+/// handed the lock over (`RESERVED`, cleared here), or `None`; and the
+/// yields it made.
+fn releases_with_sleeping_waiter(
+    lock: &QSpinCore<StretchClock>,
+    pace_ns: u64,
+    n: u64,
+) -> (Option<u64>, u32) {
+    lock.flags.store(PENDING, Ordering::Relaxed);
+    let yields = STRETCH_YIELDS.with(Cell::get);
+    for i in 1..=n {
+        assert!(lock.try_lock_fast());
+        STRETCH_CLOCK.with(|c| c.set(c.get() + pace_ns));
+        lock.release_watching();
+        if lock.locked.load(Ordering::Relaxed) == RESERVED {
+            lock.locked.store(FREE, Ordering::Relaxed);
+            let _ = batch::just_handed_off::<StretchClock>(lock.addr());
+            return (Some(i), STRETCH_YIELDS.with(Cell::get) - yields);
+        }
+    }
+    (None, STRETCH_YIELDS.with(Cell::get) - yields)
+}
+
+/// The holder's turn ends without its own hand-over (the word waiter took
+/// the lock after a plain release), and its next turn begins, on the
+/// contended path, within `batch_ns` of its last clock read: that turn is
+/// counted from its own start, with the quota's releases (and, for a
+/// lock without a quota, the batch's time) before it hands over or
+/// yields.
+#[test]
+#[cfg_attr(miri, ignore = "30,000 releases")]
+fn a_turn_taken_on_the_contended_path_starts_its_own_count() {
+    std::thread::spawn(|| {
+        let lock: QSpinCore<StretchClock> = QSpinCore::new();
+        let pace = 100;
+        let q = TUNING.batch_ns / pace;
+        // A turn of 90% of the quota, ended by the others, then 0.8 ms
+        // later a turn taken on the contended path.
+        let next_turn = |quota: u64, releases: u64| {
+            quota::set_for_test(lock.addr(), quota);
+            STRETCH_CLOCK.with(|c| c.set(c.get() + 4 * TUNING.batch_ns));
+            let (handed, yields) = releases_with_sleeping_waiter(&lock, pace, releases);
+            assert_eq!((handed, yields), (None, 0), "within the first turn");
+            STRETCH_CLOCK.with(|c| c.set(c.get() + 800_000));
+            lock.flags.store(0, Ordering::Relaxed);
+            lock.lock_slow(Events::NONE);
+            lock.release_watching();
+        };
+        next_turn(q, q * 9 / 10);
+        let (handed, _) = releases_with_sleeping_waiter(&lock, pace, 3 * q);
+        let handed = handed.expect("the quota hands over");
+        // (A parallel test's lock may take the quota's slot: then no
+        // quota, timed turns, no hand-over within 3 q; not seen here.)
+        assert!(
+            handed + 1 >= q && handed <= q + 64 * 64,
+            "handed over after {handed} releases of the new turn (quota {q})"
+        );
+        // Timed turns (no quota): the new turn does not yield within its
+        // first 10 us.
+        next_turn(0, TUNING.batch_ns * 95 / 100 / pace);
+        let (handed, yields) = releases_with_sleeping_waiter(&lock, pace, 100);
+        assert_eq!((handed, yields), (None, 0), "a 10 us turn yielded");
+        quota::set_for_test(lock.addr(), 0);
+    })
+    .join()
+    .unwrap();
+}

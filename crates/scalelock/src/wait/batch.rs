@@ -346,7 +346,8 @@ impl HolderStretch {
 /// The same clock read also ends the turn of a holder that made the lock's
 /// quota ([`Overran::HandOver`]). A stretch starts at the first clock read,
 /// and a new one when the previous read was more than a batch ago (the
-/// thread waited in between) or after a hand-over ([`turn_ended`]).
+/// thread waited in between), after a hand-over ([`turn_ended`]) or after
+/// a contended acquisition ([`stretch_restarts`]).
 #[cold]
 pub(crate) fn holder_overran<P: Platform>(lock: usize) -> Overran {
     P::with_local(|l| stretch_over::<P>(&l.holder_stretch, lock)).unwrap_or(Overran::No)
@@ -466,6 +467,30 @@ pub(crate) fn turn_ended<P: Platform>(lock: usize) {
         // waiter asleep, counted from there.
         s.countdown.set(0);
         quota::fold(lock, releases, P::now_ns().wrapping_sub(s.start_ns.get()));
+    });
+}
+
+/// The calling thread took `lock` on its contended path (it found the
+/// lock held: it spun, queued or waited as the word waiter): a new turn,
+/// so a stretch of re-takes it had on `lock` is over, as after its own
+/// hand-over ([`turn_ended`], without a pace to fold: that turn ended
+/// without us, its length unknown). A stretch counts the releases and
+/// time of one turn of uncontended re-takes; without this, a turn that
+/// ended by someone else's doing (the word waiter took the lock free after
+/// its claim, a steal, another holder's hand-over) left its count and
+/// clock to the thread's next turn if that began within `batch_ns` of the
+/// last clock read, which then handed over or yielded after a fraction of
+/// its share.
+#[inline]
+pub(crate) fn stretch_restarts<P: Platform>(lock: usize) {
+    let _ = P::with_local(|l| {
+        let s = &l.holder_stretch;
+        if s.lock.get() == lock {
+            s.lock.set(0);
+            // The next release that finds a word waiter asleep reads the
+            // clock and starts the stretch.
+            s.countdown.set(0);
+        }
     });
 }
 

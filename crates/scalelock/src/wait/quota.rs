@@ -35,7 +35,8 @@
 //! whose slot holds another lock's quota reads none (its turns are timed as
 //! before), and two locks that share a slot only take turns at resetting
 //! it. A lock that is dropped leaves its quota to the next lock at its
-//! address, which corrects it within a few turns. (Only qspinlock's
+//! address, which corrects it within a few turns (also when it is far too
+//! small: a turn that made it early still tells the pace, see [`fold`]). (Only qspinlock's
 //! holders fold and use quotas; a qrwlock's queue lock never makes one,
 //! and reads one only where a qspinlock at the same address left it: its
 //! word waiter then waits the longer bound.) The slot is written once
@@ -99,7 +100,7 @@ impl Quotas {
 
     /// See [`fold`].
     fn fold(&self, lock: usize, releases: u64, elapsed_ns: u64) {
-        if elapsed_ns < TUNING.batch_ns / 4 {
+        if elapsed_ns == 0 || (elapsed_ns < TUNING.batch_ns / 4 && releases < min_quota()) {
             return;
         }
         let sample = (u128::from(releases) * u128::from(TUNING.batch_ns) / u128::from(elapsed_ns))
@@ -154,9 +155,14 @@ pub(crate) fn of(lock: usize) -> u64 {
 }
 
 /// Folds one turn's pace into `lock`'s quota: `releases` made in
-/// `elapsed_ns`. Turns shorter than a quarter of `batch_ns` say little
-/// about the pace (a hand-over right after the first clock read) and are
-/// left out.
+/// `elapsed_ns`. A turn shorter than a quarter of `batch_ns` with fewer
+/// than [`min_quota`] releases says little about the pace (a hand-over
+/// right after the first clock read) and is left out. A short turn with
+/// more releases counts: one that ended because its holder made the quota
+/// is short exactly when the quota is far below the holders' pace (a
+/// slower lock left it at the same address, one slow turn set it, the
+/// work got faster), and leaving such turns out kept that quota for
+/// good, every turn handed over after a fraction of its time.
 pub(crate) fn fold(lock: usize, releases: u64, elapsed_ns: u64) {
     QUOTAS.fold(lock, releases, elapsed_ns);
 }
@@ -179,8 +185,9 @@ mod tests {
         let q = Quotas::new();
         let a = 0x7fff_0000_1000;
         assert_eq!(q.of(a), 0);
-        // A turn too short to tell the pace: nothing.
-        q.fold(a, 1_000, TUNING.batch_ns / 8);
+        // A turn too short, with too few releases, to tell the pace:
+        // nothing.
+        q.fold(a, min_quota() - 1, TUNING.batch_ns / 8);
         assert_eq!(q.of(a), 0);
         // 4,000 releases in half a batch: 8,000 per batch.
         q.fold(a, 4_000, TUNING.batch_ns / 2);
@@ -202,6 +209,35 @@ mod tests {
         assert_eq!(q.of(a), 0);
         q.set(b, 0);
         assert_eq!(q.of(b), 0);
+    }
+
+    /// A quota far below the holders' pace (left by a slower lock at the
+    /// same address, or set by one slow turn) ends every turn long before
+    /// a quarter of `batch_ns`; those turns still tell the pace, and the
+    /// quota climbs to it.
+    #[test]
+    fn a_quota_far_below_the_pace_climbs_to_it() {
+        let q = Quotas::new();
+        let a = 0x7fff_0000_3000;
+        let pace_per_batch = 20_000;
+        q.fold(a, 1_000, TUNING.batch_ns);
+        assert_eq!(q.of(a), 1_000);
+        for _ in 0..40 {
+            // The holder makes the quota and hands over: a turn of
+            // `quota` releases at the holders' pace.
+            let quota = q.of(a);
+            let turn_ns = TUNING.batch_ns * quota / pace_per_batch;
+            assert!(turn_ns < TUNING.batch_ns / 4 || quota > pace_per_batch / 4);
+            q.fold(a, quota, turn_ns);
+        }
+        let got = q.of(a);
+        assert!(
+            got.abs_diff(pace_per_batch) * 20 <= pace_per_batch,
+            "quota {got}, the pace says {pace_per_batch}"
+        );
+        // No clock (the elapsed time 0): nothing.
+        q.fold(a, 100_000, 0);
+        assert_eq!(q.of(a), got);
     }
 
     /// A lock whose turns make fewer releases than the holder's clock
