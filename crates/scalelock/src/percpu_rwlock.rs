@@ -236,6 +236,14 @@
 //! lock (slow readers drain, new ones queue) and only then revokes the bias
 //! (fast readers drain): revoking earlier would let a slow reader that is
 //! still inside re-enable the bias behind the revocation's back.
+//! `try_upgrade` is the other way round: it revokes first, with the state
+//! stamped with a window that keeps slow readers from re-enabling the bias
+//! (about a millisecond, the longest a stamp tells; a second revocation
+//! covers a try preempted for longer), and makes the underlying lock
+//! exclusive only once no fast reader is left. A try that fails then
+//! leaves no plain reader waiting: one that stepped aside during the
+//! revocation took the underlying read beside us, where exclusive first
+//! it would have queued on the queue lock the upgradable read holds.
 //!
 //! # Writes end the underlying lock's batches
 //! A contended acquirer of the underlying lock sleeps through a *batch*
@@ -270,7 +278,11 @@
 //! back (`FAST` set again, as `try_lock_exclusive` does: it holds the
 //! underlying write lock, so no slow reader changed the bias meanwhile) and
 //! releases the underlying write lock. A timed upgrade does the same from
-//! the upgradable read, which it still holds if it fails. A fair unlock of
+//! the upgradable read, which it still holds if it fails; as with
+//! `QRwLock`'s, plain readers that arrived while it waited (and queued on
+//! the queue lock the upgradable read holds) then wait until that
+//! upgradable read ends, so an upgradable reader whose timed upgrade
+//! failed must not wait for another reader of the lock. A fair unlock of
 //! a read through the underlying lock, of a write or of an upgradable read
 //! is the underlying lock's fair unlock (a fast read holds nothing of it).
 //! `RawRwLockUpgradeDowngrade` is not implemented, for `QRwLock`'s reason:
@@ -1995,28 +2007,119 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
         &self,
         guard: Self::UpgradableGuard,
     ) -> Result<PerCpuWriteToken, Self::UpgradableGuard> {
-        // As in `upgrade`: exclusive first (keeping the queue lock, so that
-        // we can step back to the upgradable read), then the revocation.
+        // Unlike `upgrade`, the revocation first, while plain readers still
+        // take the underlying read beside us, and the underlying lock made
+        // exclusive only once no fast reader is left: a try that fails must
+        // leave no reader waiting. (Exclusive first, a reader that stepped
+        // aside during the heavy fence met `W_LOCKED`, queued on the queue
+        // lock we hold, and stayed there after we stepped back, until our
+        // upgradable read ended.) A slow reader inside meanwhile cannot
+        // bring the bias back behind the revocation: the state carries a
+        // window that ends in the future (`revoke_for_upgrade`).
+        let Some(before) = self.revoke_for_upgrade() else {
+            return Err(guard);
+        };
+        // The underlying lock exclusive once no slow reader is inside. With
+        // `FAST` clear every reader is a slow one, in and out in its short
+        // section: wait a little for a moment between them (as a writer
+        // spins on a slot before it parks), without holding any of them up.
+        let mut backoff = Backoff::new();
         // SAFETY: the guard came from `lock_upgradable` (caller's contract).
-        if !unsafe { self.inner.try_upgrade_keeping_queue() } {
+        while !unsafe { self.inner.try_upgrade_keeping_queue() } {
+            if backoff.steps() >= TUNING.pc_writer_steps {
+                // Slow readers are still inside: back to the state we found.
+                self.undo_revoke_for_upgrade(before);
+                return Err(guard);
+            }
+            backoff.snooze::<P>();
+        }
+        // No slow reader can enter now, nor bring the bias back; one that
+        // did while the window ran out (we were preempted that long) made
+        // `FAST` set again: revoke again, now that the lock is exclusive.
+        if self.state.load(Ordering::Relaxed) & FAST != 0 && !self.try_revoke() {
+            // Fast readers are inside: back to the upgradable read. (A
+            // reader that stepped aside during this second fence may wait
+            // until our upgradable read ends: only after that preemption.)
+            // SAFETY: we took the write by `try_upgrade_keeping_queue` above.
+            unsafe { self.inner.undo_upgrade() };
             return Err(guard);
         }
-        let before = self.state.load(Ordering::Relaxed);
-        if self.try_revoke() {
-            // SAFETY: the guard is the upgradable read's, now a write.
-            unsafe { self.inner.finish_upgrade(PhantomData) };
-            guard.upgraded(self.addr());
-            // A try leaves the mode as it found it.
-            return Ok(PerCpuWriteToken {
-                next: before,
-                held: guard,
-            });
+        // SAFETY: the guard is the upgradable read's, now a write.
+        unsafe { self.inner.finish_upgrade(PhantomData) };
+        guard.upgraded(self.addr());
+        // A try leaves the mode as it found it.
+        Ok(PerCpuWriteToken {
+            next: before,
+            held: guard,
+        })
+    }
+}
+
+impl<P: Platform> RawPerCpuRwLock<P> {
+    /// `try_upgrade`'s revocation, holding the upgradable read (no writer
+    /// changes the state; slow readers may, bringing the bias back at the
+    /// end of a window): clears `FAST` and stamps the state with a window
+    /// as long as a stamp can tell (about a millisecond), so that no slow
+    /// reader brings the bias back meanwhile; biased or symmetric, fences
+    /// (as `try_revoke`) and gives the fast readers inside a short spin to
+    /// leave. The state found, or `None` (that state put back) if a fast
+    /// reader is still inside.
+    fn revoke_for_upgrade(&self) -> Option<u64> {
+        self.ensure_id();
+        let revoke_start = hook::clock_ns();
+        let until = stamp_at(P::now_ns() + ((MAX_STAMP_UNITS - 1) << UNIT_SHIFT));
+        let mut s = self.state.load(Ordering::Relaxed);
+        // Relaxed: ordered by the fence below, as `revoke_and_decide`'s
+        // store; a slow reader's re-enabling CAS may race (retry).
+        while let Err(now) = self.state.compare_exchange(
+            s,
+            (s & !(FAST | STAMP_MASK)) | until,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            s = now;
         }
-        // Fast readers are inside (`try_revoke` gave the bias back): back to
-        // the upgradable read.
-        // SAFETY: we took the write by `try_upgrade_keeping_queue` above.
-        unsafe { self.inner.undo_upgrade() };
-        Err(guard)
+        if s & FAST == 0 {
+            // Inhibited: no reader uses a slot.
+            return Some(s);
+        }
+        if s & SYM == 0 {
+            // Pairs with fast readers' light fence, as in `try_revoke`.
+            P::heavy_fence();
+        } else {
+            fence(Ordering::SeqCst);
+        }
+        // Readers see `FAST` clear from now on and take no slot: wait a
+        // little for those inside to leave (as a writer spins on a slot
+        // before it parks), not for a reader that holds its read long.
+        let mut backoff = Backoff::new();
+        while !self.no_fast_readers(s) {
+            if backoff.steps() >= TUNING.pc_writer_steps {
+                self.undo_revoke_for_upgrade(s);
+                return None;
+            }
+            backoff.snooze::<P>();
+        }
+        self.count_revocation(s, revoke_start);
+        Some(s)
+    }
+
+    /// Puts back state `before` after `revoke_for_upgrade` (its stamp, and
+    /// `FAST` if it had it), unless a slow reader brought the bias back
+    /// meanwhile (our window ran out): then it stays. Release: fast
+    /// readers' Acquire re-load of the state pairs with it, as with any
+    /// store that sets `FAST`.
+    fn undo_revoke_for_upgrade(&self, before: u64) {
+        let mut s = self.state.load(Ordering::Relaxed);
+        while s & FAST == 0 {
+            match self
+                .state
+                .compare_exchange(s, before, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(now) => s = now,
+            }
+        }
     }
 }
 

@@ -182,8 +182,12 @@
 //! (parking_lot's #465 was a timed-out writer clearing its parked bit while
 //! a concurrent unlock could clear it too; here wakers never clear
 //! `PARKED`.) A timed `try_upgrade_for` that gives up is still the
-//! upgradable reader. The untimed paths pass `Deadline::NEVER` and never
-//! read the clock.
+//! upgradable reader, so it still holds `wait_lock`: plain readers that
+//! queued there behind its `W_WAITING` wait until that upgradable read
+//! ends (readers that come after the give-up enter beside it as usual).
+//! An upgradable reader whose timed upgrade failed must therefore not wait
+//! for another reader of the same lock. The untimed paths pass
+//! `Deadline::NEVER` and never read the clock.
 //!
 //! # Waiting (16 threads on 2 cores)
 //! Once it has claimed the lock (after its quiet wait, see above), the one

@@ -22,20 +22,28 @@ use scalelock::PerCpuRwLock;
 
 #[test]
 fn upgrade_excludes_readers() {
-    upgrades_exclude_readers(|g| Some(RwLockUpgradableReadGuard::upgrade(g)));
+    upgrades_exclude_readers(|g| Some(RwLockUpgradableReadGuard::upgrade(g)), 0);
 }
 
 /// `try_upgrade`: takes the write only if no reader, fast or slow, is left,
 /// and a failed try leaves the upgradable read (and the readers) as they were.
+/// A try waits for no reader beyond a short spin, so the readers here
+/// pause now and then: four readers in a tight loop on two CPUs always
+/// have one preempted inside its read, and no try would ever succeed.
 #[test]
 fn try_upgrade_excludes_readers() {
-    upgrades_exclude_readers(|g| RwLockUpgradableReadGuard::try_upgrade(g).ok());
+    upgrades_exclude_readers(|g| RwLockUpgradableReadGuard::try_upgrade(g).ok(), 16);
 }
 
 type Upgradable<'a> = RwLockUpgradableReadGuard<'a, scalelock::RawPerCpuRwLock, u64>;
 type Write<'a> = lock_api::RwLockWriteGuard<'a, scalelock::RawPerCpuRwLock, u64>;
 
-fn upgrades_exclude_readers(upgrade: impl Fn(Upgradable<'_>) -> Option<Write<'_>>) {
+/// `pause_every`: 0, readers read in a tight loop; else each sleeps 50 us
+/// after every `pause_every` reads.
+fn upgrades_exclude_readers(
+    upgrade: impl Fn(Upgradable<'_>) -> Option<Write<'_>>,
+    pause_every: u32,
+) {
     let lock = Arc::new(PerCpuRwLock::new(0u64));
     let inside = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -43,7 +51,12 @@ fn upgrades_exclude_readers(upgrade: impl Fn(Upgradable<'_>) -> Option<Write<'_>
         .map(|_| {
             let (lock, inside, stop) = (lock.clone(), inside.clone(), stop.clone());
             thread::spawn(move || {
+                let mut reads = 0u32;
                 while !stop.load(Ordering::Relaxed) {
+                    reads = reads.wrapping_add(1);
+                    if pause_every != 0 && reads.is_multiple_of(pause_every) {
+                        thread::sleep(Duration::from_micros(50));
+                    }
                     let g = lock.read();
                     inside.fetch_add(1, Ordering::SeqCst);
                     for _ in 0..50 {
@@ -58,7 +71,7 @@ fn upgrades_exclude_readers(upgrade: impl Fn(Upgradable<'_>) -> Option<Write<'_>
     let start = Instant::now();
     let (mut upgrades, mut overlaps) = (0u64, 0u64);
     // Two seconds, or longer (up to 30 s) until a first upgrade succeeded:
-    // with four readers in a loop a `try_upgrade` rarely finds none inside.
+    // a `try_upgrade` succeeds only when it finds no reader inside.
     let go_on = |upgrades: u64| {
         let t = start.elapsed();
         t < Duration::from_secs(2) || (upgrades == 0 && t < Duration::from_secs(30))

@@ -661,6 +661,54 @@ fn percpu_upgrade_vs_slow_readers() {
     explore(500, 500, percpu_upgrade_vs_slow_readers_body);
 }
 
+/// A `try_upgrade` against readers: if it succeeds, no reader may be inside
+/// its write; if it fails, readers must still get in beside the upgradable
+/// read (here the upgrader waits for them while it holds it). Deadlocked
+/// before `try_upgrade` revoked the bias first: exclusive first, a reader
+/// that stepped aside during the revocation met `W_LOCKED` and queued on
+/// the underlying queue lock, which the failed try kept with the
+/// upgradable read.
+fn percpu_try_upgrade_vs_readers_body() {
+    let lock = Arc::new(PerCpuRwLock::new(Pair::default()));
+    let inside = Arc::new(Inside::new());
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (lock, inside) = (lock.clone(), inside.clone());
+            thread::spawn(move || {
+                for _ in 0..3 {
+                    let g = lock.read();
+                    inside.read(|| check(&g));
+                }
+            })
+        })
+        .collect();
+    let u = lock.upgradable_read();
+    inside.read(|| check(&u));
+    let wrote = match RwLockUpgradableReadGuard::try_upgrade(u) {
+        Ok(mut g) => {
+            inside.write(|| bump(&mut g));
+            drop(g);
+            for r in readers {
+                r.join().unwrap();
+            }
+            1
+        }
+        Err(u) => {
+            for r in readers {
+                r.join().unwrap();
+            }
+            drop(u);
+            0
+        }
+    };
+    assert_eq!(lock.read().a, wrote);
+}
+
+#[test]
+fn percpu_try_upgrade_vs_readers() {
+    explore(500, 500, percpu_try_upgrade_vs_readers_body);
+}
+
 // -------------------------------------------------------- negative controls
 
 /// A mutex that does not lock.

@@ -1720,3 +1720,87 @@ fn a_sparse_write_that_leaves_the_bias_on_hands_off() {
         raw.inner.clear_quiet_for_test();
     }
 }
+
+/// A `try_upgrade` that fails (a fast reader is inside) leaves no plain
+/// reader waiting: readers go on beside the upgradable read before, during
+/// and after the try (it revokes before the underlying lock is exclusive:
+/// a reader that stepped aside during the revocation takes the underlying
+/// read beside us instead of queueing on the queue lock we hold).
+#[test]
+#[cfg_attr(miri, ignore = "thousands of heavy fences, timed waits")]
+fn a_failed_try_upgrade_leaves_no_reader_waiting() {
+    use lock_api::RawRwLockUpgrade;
+    use std::sync::mpsc::channel;
+    use std::time::{Duration, Instant};
+    // Xen's policy: the bias is back at every write unlock, and a fast read
+    // stays on its slot.
+    static TABLE: ReaderTable = ReaderTable::with_inhibition(0);
+    let raw = Arc::new(RawPerCpuRwLock::<StdP>::with_table(&TABLE));
+    // A fast reader inside for the whole test: every try fails.
+    let (release, may_release) = channel::<()>();
+    let (inside, is_inside) = channel::<bool>();
+    let holder = {
+        let raw = raw.clone();
+        thread::spawn(move || {
+            let t = raw.lock_shared();
+            inside
+                .send(RawPerCpuRwLock::<StdP>::took_fast_path(&t))
+                .unwrap();
+            may_release.recv().unwrap();
+            // SAFETY: from `lock_shared` above.
+            unsafe { raw.unlock_shared(t) };
+        })
+    };
+    assert!(is_inside.recv().unwrap(), "a fast read");
+    let stop = Arc::new(AtomicBool::new(false));
+    let reads = Arc::new(AtomicUsize::new(0));
+    let reader = {
+        let (raw, stop, reads) = (raw.clone(), stop.clone(), reads.clone());
+        thread::spawn(move || {
+            while !stop.load(O::Relaxed) {
+                let t = raw.lock_shared();
+                // SAFETY: from `lock_shared` above.
+                unsafe { raw.unlock_shared(t) };
+                reads.fetch_add(1, O::Relaxed);
+            }
+        })
+    };
+    let mut stuck = None;
+    for round in 0..20 {
+        let mut u = raw.lock_upgradable();
+        for _ in 0..500 {
+            // SAFETY: `u` is our upgradable read.
+            u = match unsafe { raw.try_upgrade(u) } {
+                Ok(_) => panic!("a fast reader is inside: the try must fail"),
+                Err(u) => u,
+            };
+        }
+        // Still holding the upgradable read: the reader goes on.
+        let before = reads.load(O::Relaxed);
+        let start = Instant::now();
+        while reads.load(O::Relaxed) == before && start.elapsed() < Duration::from_millis(500) {
+            thread::sleep(Duration::from_millis(1));
+        }
+        let waited = reads.load(O::Relaxed) == before;
+        // SAFETY: `u` is our upgradable read.
+        unsafe { raw.unlock_upgradable(u) };
+        if waited {
+            stuck = Some(round);
+            break;
+        }
+    }
+    stop.store(true, O::Relaxed);
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    reader.join().unwrap();
+    assert_eq!(
+        stuck, None,
+        "a plain reader waited 500 ms beside the upgradable read after failed tries"
+    );
+    // And with no fast reader inside, the try succeeds.
+    let u = raw.lock_upgradable();
+    // SAFETY: `u` is our upgradable read.
+    let w = unsafe { raw.try_upgrade(u) }.expect("no reader: the try succeeds");
+    // SAFETY: the write we just took.
+    unsafe { raw.unlock_exclusive(w) };
+}
