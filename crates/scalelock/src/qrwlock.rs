@@ -481,9 +481,18 @@ impl<P: Platform> QRwCore<P> {
             if deadline.passed::<P>() {
                 return v;
             }
-            // Our ticket, before we look again: a fair unlock after it ends
-            // our sleep.
+            // Our ticket, then a look again (the parking protocol): a fair
+            // unlock after the ticket ends our sleep, and one before it we
+            // see now. (Without this look, a fair unlock between the load
+            // above and the ticket went unseen: its wake-up came before the
+            // ticket, and we slept the rest of a poll, up to the batch.)
+            // Only `HANDOFF`: a free lock is not what wakes us (the next
+            // poll sees it, as before).
             let ticket = parking::prepare(self.addr());
+            v = self.cnts.load(Ordering::Relaxed);
+            if v & HANDOFF != 0 {
+                continue;
+            }
             // Stay off the line the running threads write, for the rest of
             // the batch at most (a sleep cut short, by a wake-up meant for
             // another lock of the parking bucket, does not make the next
@@ -1575,6 +1584,113 @@ mod tests {
 
     fn word(lock: &QRwCore) -> u32 {
         lock.cnts.load(Ordering::Relaxed)
+    }
+
+    std::thread_local! {
+        /// `HandoffMidPoll`'s clock (ns), moved one per reading.
+        static MID_POLL_CLOCK: core::cell::Cell<u64> = const { core::cell::Cell::new(1 << 40) };
+        /// The word a fair unlock is simulated on, once armed (0: none).
+        static MID_POLL_WORD: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+        /// Sleeps so far; sleeps after the simulated fair unlock.
+        static MID_POLL_SLEEPS: core::cell::Cell<(u32, u32)> = const { core::cell::Cell::new((0, 0)) };
+        /// Whether the simulated fair unlock happened.
+        static MID_POLL_FIRED: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    }
+
+    /// The std platform's thread-local state, with a clock that moves one
+    /// ns per reading and, once the waiter has slept twice, makes the next
+    /// clock reading a fair unlock's `HANDOFF` and wake-up: between the
+    /// waiter's look at the word (the batch clock comes after it) and its
+    /// parking ticket. Sleeps only count.
+    #[derive(Debug)]
+    struct HandoffMidPoll;
+
+    // SAFETY: the std platform's thread-local state; nothing here waits
+    // (the test's waiter is the only thread, and its sleeps only count).
+    unsafe impl Platform for HandoffMidPoll {
+        fn relax() {}
+        fn yield_now() {}
+        fn now_ns() -> u64 {
+            let word = MID_POLL_WORD.with(|w| w.replace(0));
+            if word != 0 {
+                // SAFETY: the test's lock word, alive for the whole test.
+                let cnts = unsafe { &*(word as *const AtomicU32) };
+                cnts.fetch_or(HANDOFF, Ordering::Relaxed);
+                crate::wait::parking::unpark_all::<crate::platform::StdPlatform>(word);
+                MID_POLL_FIRED.with(|f| f.set(true));
+            }
+            MID_POLL_CLOCK.with(|c| {
+                c.set(c.get() + 1);
+                c.get()
+            })
+        }
+        fn wait(_: &AtomicU32, _: u32) {}
+        fn wait_timeout(_: &AtomicU32, _: u32, _: u64) {
+            let fired = MID_POLL_FIRED.with(core::cell::Cell::get);
+            MID_POLL_SLEEPS.with(|s| {
+                let (all, after) = s.get();
+                s.set((all + 1, after + u32::from(fired)));
+            });
+        }
+        fn wake_one(_: &AtomicU32) {}
+        fn wake_all(_: &AtomicU32) {}
+        fn light_fence() {
+            crate::sync::atomic::fence(Ordering::SeqCst)
+        }
+        fn heavy_fence() {
+            crate::sync::atomic::fence(Ordering::SeqCst)
+        }
+        fn with_local<R>(f: impl FnOnce(&crate::platform::LocalState) -> R) -> Option<R> {
+            crate::platform::StdPlatform::with_local(f)
+        }
+        fn queue_node() -> Option<crate::qnode::NodeIndex> {
+            None
+        }
+        fn node(_: crate::qnode::NodeIndex) -> &'static crate::qnode::QNode {
+            unreachable!("no nodes are handed out")
+        }
+        fn cpu_id() -> usize {
+            0
+        }
+        fn cpu_count() -> usize {
+            1
+        }
+    }
+
+    /// A waiter that waits out a batch (`wait_batch`) takes its parking
+    /// ticket and then looks at the word once more before it sleeps: a
+    /// fair unlock (`HANDOFF` and a wake-up) between its last look and the
+    /// ticket ends its wait at once instead of after a sleep.
+    #[test]
+    fn a_fair_unlock_before_the_ticket_is_seen_before_the_sleep() {
+        std::thread::spawn(|| {
+            let lock: QRwCore<HandoffMidPoll> = QRwCore::new();
+            // A writer holds the lock: not free for the waiter.
+            lock.cnts.store(W_LOCKED, Ordering::Relaxed);
+            let addr = &lock.cnts as *const AtomicU32 as usize;
+            // Arm the simulated fair unlock once the waiter sleeps (its
+            // polls grow from spins to sleeps): checked at each clock read.
+            let v = {
+                let armed = core::cell::Cell::new(false);
+                let free = |v: u32| {
+                    if !armed.get() && MID_POLL_SLEEPS.with(|s| s.get().0) >= 2 {
+                        armed.set(true);
+                        MID_POLL_WORD.with(|w| w.set(addr));
+                    }
+                    v & W_LOCKED == 0
+                };
+                lock.wait_batch(free, Deadline::NEVER, Events::NONE)
+            };
+            assert!(
+                MID_POLL_FIRED.with(core::cell::Cell::get),
+                "the fair unlock came"
+            );
+            assert_ne!(v & HANDOFF, 0, "the waiter returned with the hand-off");
+            let (_, after) = MID_POLL_SLEEPS.with(core::cell::Cell::get);
+            assert_eq!(after, 0, "slept after the fair unlock it had not seen");
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
