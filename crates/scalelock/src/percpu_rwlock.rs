@@ -223,7 +223,12 @@
 //! holds *this* lock: it joins the underlying readers past waiting writers
 //! unless a writer is inside, which means it holds none of it (then it
 //! waits as anyone). The price: such a thread may pass a waiting writer of
-//! a lock it does not hold, once per read, as a recursive read would.
+//! a lock it does not hold, once per read, as a recursive read would; and
+//! threads that hold counted reads of other locks and keep reading this
+//! one in overlapping sections keep its waiting writer out for as long as
+//! they keep that up (a writer starves behind them). Telling the locks
+//! apart would take a record per read on the inhibited path, whose cost
+//! that path was shortened to avoid.
 //! Platforms without per-thread state (`Platform::with_local`) record
 //! inhibited reads in the slot, and give slot-less contexts no list: their
 //! recursive reads behave like `QRwLock`'s (they may wait behind a queued

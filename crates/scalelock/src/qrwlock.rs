@@ -1616,7 +1616,7 @@ mod tests {
                 // SAFETY: the test's lock word, alive for the whole test.
                 let cnts = unsafe { &*(word as *const AtomicU32) };
                 cnts.fetch_or(HANDOFF, Ordering::Relaxed);
-                crate::wait::parking::unpark_all::<crate::platform::StdPlatform>(word);
+                crate::wait::parking::unpark_all::<HandoffMidPoll>(word);
                 MID_POLL_FIRED.with(|f| f.set(true));
             }
             MID_POLL_CLOCK.with(|c| {
