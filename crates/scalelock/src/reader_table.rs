@@ -1002,10 +1002,19 @@ fn registered_tables() -> impl Iterator<Item = &'static ReaderTable> {
     }))
 }
 
-/// Whether slot `index` is free in every registered table (thread exit).
+/// Whether slot `index` is free in every registered table (thread exit):
+/// its word names no read, and its count of reads recorded in the
+/// thread's list is 0 (a read still recorded there, forgotten or released
+/// by a later thread-local destructor, which no longer finds the slot,
+/// would leave the next owner a count it never made: the slow paths would
+/// look at its list for ever).
 #[cfg(all(feature = "std", not(any(loom, shuttle))))]
 fn all_free(index: usize) -> bool {
-    registered_tables().all(|table| table.slots[index].word().load(Ordering::Relaxed) == 0)
+    registered_tables().all(|table| {
+        let slot = &table.slots[index];
+        // Relaxed: the exiting owner's own fields.
+        slot.word().load(Ordering::Relaxed) == 0 && slot.listed().load(Ordering::Relaxed) == 0
+    })
 }
 
 /// The exiting owner of slot index `index` hands its read counts in every

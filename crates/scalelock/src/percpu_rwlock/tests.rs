@@ -1804,3 +1804,39 @@ fn a_failed_try_upgrade_leaves_no_reader_waiting() {
     // SAFETY: the write we just took.
     unsafe { raw.unlock_exclusive(w) };
 }
+
+/// A thread that exits with a read still recorded in its thread-local
+/// list (here forgotten) keeps its slot index retired, as with a slot word
+/// that still names a read: the next owner of the index would otherwise
+/// start with a count of listed reads it never made, and its slow paths
+/// would look at its list for ever.
+#[test]
+fn an_exit_with_a_listed_read_keeps_its_index_retired() {
+    static TABLE: ReaderTable = ReaderTable::with_inhibition(0);
+    static LOCKS: std::sync::OnceLock<(Raw, Raw)> = std::sync::OnceLock::new();
+    let (a, b) = LOCKS.get_or_init(|| (Raw::with_table(&TABLE), Raw::with_table(&TABLE)));
+    let index = thread::spawn(move || {
+        // A fast read of `a` takes the slot; `b`, of the same table, goes
+        // through its underlying lock and into the list.
+        let ta = a.lock_shared();
+        assert!(fast(&ta), "Xen's policy: the bias is on");
+        let i = thread_slot::assigned().expect("a slot");
+        let tb = b.lock_shared();
+        assert!(!fast(&tb));
+        assert_eq!(TABLE.slot(i).unwrap().listed().load(O::Relaxed), 1);
+        // Forgotten (never released): `b` stays read-locked, and only
+        // this test uses it.
+        let _ = tb;
+        // SAFETY: from `lock_shared` above.
+        unsafe { a.unlock_shared(ta) };
+        i
+    })
+    .join()
+    .unwrap();
+    let mut retired = false;
+    thread_slot::in_use(|i| retired |= i == index);
+    assert!(
+        retired,
+        "index {index} went back with a listed read in its slot"
+    );
+}
