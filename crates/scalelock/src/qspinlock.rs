@@ -1038,13 +1038,6 @@ impl<P: Platform> QSpinCore<P> {
         true
     }
 
-    /// `wait_unlocked`'s later looks: false once the lock was seen not held
-    /// (Acquire pairs with the release store that freed it).
-    #[inline]
-    pub(crate) fn barrier_held(&self) -> bool {
-        self.locked.load(Ordering::Acquire) == LOCKED
-    }
-
     /// The state word, for diagnostics: (locked, flags, tail).
     pub(crate) fn state(&self) -> (u8, u8, u16) {
         (

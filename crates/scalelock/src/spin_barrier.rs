@@ -9,9 +9,17 @@
 //!    `cmpxchg` reads from it (or from a later write), so it sees the
 //!    caller's earlier stores, and nothing more is owed. Acquire: the last
 //!    holder's writes are visible. A held lock is left unwritten.
-//! 2. **Watch the holder** for `qs_barrier_steps` of backoff: if the lock is
-//!    seen not held, the holder present at step 1 has released (Acquire
-//!    load of its release store).
+//! 2. **Watch the holder** for `qs_barrier_steps` of backoff, each look the
+//!    same `cmpxchg` as step 1: once the lock is seen not held, the holder
+//!    present at step 1 has released (Acquire: its writes are visible), and
+//!    the `cmpxchg` that saw it is what every later acquirer reads from, as
+//!    in step 1. (A plain load here, as Linux's `spin_unlock_wait()` did,
+//!    left the caller's stores unordered against a holder that acquired
+//!    after that load, from the release store the load saw: with two
+//!    holders, the second could miss them while the barrier did not wait
+//!    for it, the store-buffering case that made Linux give the primitive
+//!    up. The loom model `wait_unlocked_orders_the_callers_store_for_every_holder`
+//!    finds it.)
 //! 3. **Otherwise take the lock and release it.** Under saturation the lock
 //!    is free only for an instant between holders and a watcher may never
 //!    see it free; an acquisition ends in bounded time (batches are bounded
@@ -48,7 +56,7 @@ impl<P: Platform> RawQSpinLock<P> {
         let mut backoff = Backoff::new();
         while backoff.steps() < TUNING.qs_barrier_steps {
             backoff.snooze::<P>();
-            if !self.core.barrier_held() {
+            if !self.core.barrier_look() {
                 return;
             }
         }

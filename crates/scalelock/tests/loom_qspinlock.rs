@@ -144,3 +144,41 @@ fn wait_unlocked_orders_the_callers_store() {
         );
     });
 }
+
+/// The same with two holders, one of which may acquire after the barrier
+/// first found the lock held and then saw it free: each holder saw `x`, or
+/// the caller saw its `y`. Failed while the barrier's later looks were
+/// plain loads (the second holder acquired from the first one's release
+/// store, which the caller's load had read, so nothing ordered `x` before
+/// it), as Linux's `spin_unlock_wait()` could.
+#[test]
+fn wait_unlocked_orders_the_callers_store_for_every_holder() {
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+    model(|| {
+        let lock: Arc<RawQSpinLock> = Arc::new(RawQSpinLock::new());
+        let x = Arc::new(AtomicUsize::new(0));
+        let holder = |y: Arc<AtomicUsize>| {
+            let (lock, x) = (lock.clone(), x.clone());
+            thread::spawn(move || {
+                let g = lock.lock();
+                let seen = x.load(Ordering::Relaxed);
+                y.store(1, Ordering::Relaxed);
+                // SAFETY: `g` came from `lock()` above.
+                unsafe { lock.unlock(g) };
+                seen
+            })
+        };
+        let ys = [Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0))];
+        let holders = [holder(ys[0].clone()), holder(ys[1].clone())];
+        x.store(1, Ordering::Relaxed);
+        lock.wait_unlocked();
+        let after = [ys[0].load(Ordering::Relaxed), ys[1].load(Ordering::Relaxed)];
+        for (i, h) in holders.into_iter().enumerate() {
+            let seen = h.join().unwrap();
+            assert!(
+                seen == 1 || after[i] == 1,
+                "holder {i} missed the caller's store, and the barrier did not wait for it"
+            );
+        }
+    });
+}
