@@ -1220,7 +1220,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // share, and would inhibit the bias for a whole window).
             let reads = match fast_reads {
                 Some(total) => {
-                    let since = table.fast_reads_since(Some(total));
+                    let since = table.fast_reads_since(total);
                     table.reads_per_write(since).max(u64::from(since))
                 }
                 // Exits kept moving counts: the class's average alone.
@@ -1283,7 +1283,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let (Some(fast_reads), Some(slow)) = (fast_reads, slow_reads_total::<P>(table)) else {
             return Some(keep | FAST | SYM | stamp_at(end));
         };
-        let reads = table.reads_per_write(table.fast_reads_since(Some(fast_reads)));
+        let reads = table.reads_per_write(table.fast_reads_since(fast_reads));
         let gap = since_stamp(old, end);
         // Rare: the heavy fence the biased mode would pay at the next
         // write (the cheaper of the last two: one may have been preempted)

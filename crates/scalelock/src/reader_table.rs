@@ -569,8 +569,7 @@ impl ReaderTable {
 
     /// The exits' sequence count, to read before summing a class total
     /// (the retired counts and the counts of the slots in use) and to pass
-    /// to `retired_fast_reads`, `retired_slow_reads` or `unchanged_since`
-    /// after. Acquire pairs with `retire_counts`' closing Release store:
+    /// to `retired_fast_reads` or `unchanged_since` after. Acquire pairs with `retire_counts`' closing Release store:
     /// the counts read after it include every move it counted.
     #[inline]
     pub(crate) fn retire_seq(&self) -> u32 {
@@ -651,16 +650,13 @@ impl ReaderTable {
     /// so the difference of the totals is the reads since, modulo 2^32,
     /// and one that went back, two writers of different locks recording
     /// out of order, counts as none: `count_since`); records `sum` for the
-    /// next. Without a sum (an exit met it) 0, and the next revocation
-    /// counts from the last one recorded.
+    /// next. (A revocation without such a sum records none, and the next
+    /// one counts from the last recorded.)
     /// Class-wide, as the other figures here: reads of the class's other
     /// locks count too. Relaxed: a hint.
     #[inline]
-    pub(crate) fn fast_reads_since(&self, sum: Option<u32>) -> u32 {
-        match sum {
-            Some(sum) => count_since(sum, self.fast_reads_seen.swap(sum, Ordering::Relaxed)),
-            None => 0,
-        }
+    pub(crate) fn fast_reads_since(&self, sum: u32) -> u32 {
+        count_since(sum, self.fast_reads_seen.swap(sum, Ordering::Relaxed))
     }
 
     /// The cheaper of the heavy fences of the class's last two asymmetric

@@ -35,12 +35,13 @@
 //! whose slot holds another lock's quota reads none (its turns are timed as
 //! before), and two locks that share a slot only take turns at resetting
 //! it. A lock that is dropped leaves its quota to the next lock at its
-//! address, which corrects it within a few turns (also when it is far too
-//! small: a turn that made it early still tells the pace, see [`fold`]). (Only qspinlock's
-//! holders fold and use quotas; a qrwlock's queue lock never makes one,
-//! and reads one only where a qspinlock at the same address left it: its
-//! word waiter then waits the longer bound.) The slot is written once
-//! per turn (about a millisecond), so it adds no contended line.
+//! address, which corrects it within a few turns (also one far too small:
+//! a turn that made it early still tells the pace, see [`fold`]). (Only
+//! qspinlock's holders fold and use quotas; a qrwlock's queue lock never
+//! makes one, and reads one only where a qspinlock at the same address
+//! left it: its word waiter then waits the longer bound.) The slot is
+//! written once per turn (about a millisecond), so it adds no contended
+//! line.
 //!
 //! The table uses `core`'s atomics, not the models': under loom and
 //! shuttle the holder never reads its clock (`qs_overrun_check_releases` is
