@@ -107,9 +107,16 @@
 //!   uncontended speed.
 //! - It claims the lock when the batch ends: after the tuning table's
 //!   `batch_ns` (or `batch_polls` polls where the platform has no clock,
-//!   see `BatchClock`), or at once when the lock stays free for
-//!   `settle_relaxes` relaxes (its users are gone; a running holder
-//!   re-takes a free lock sooner). Its claim is one RMW that clears `QUIET`
+//!   see `BatchClock`), or at the first poll that finds the lock free and
+//!   still free after `settle_relaxes` relaxes (its users are gone; a
+//!   running holder re-takes a free lock sooner). A plain unlock wakes
+//!   nobody (it cannot know that nobody re-takes the lock), so once the
+//!   polls have grown into sleeps a lock its last user left stays free
+//!   until the next poll, at the latest the batch's end (`batch_ns`, about
+//!   a millisecond; a hand-over between two threads that each leave the
+//!   lock for longer than the polls' spins runs at that pace); a fair
+//!   unlock hands over at once (below). Its claim
+//!   is one RMW that clears `QUIET`
 //!   and sets `W_WAITING` / its reader increment as above; from then on the
 //!   fast paths fail and the running threads queue on `wait_lock` behind it.
 //! - The batch is bounded by the waiter's clock alone, so releases stay one
