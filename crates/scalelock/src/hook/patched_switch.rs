@@ -311,7 +311,16 @@ pub(crate) fn settle() {
 #[cold]
 #[inline(never)]
 fn settle_slow() {
-    follow_switch();
+    // Without waiting: a thread that is patching (another, or this one,
+    // whose patching allocates, and an allocator built on a lock of this
+    // crate comes back here) makes the sites follow the switch anyway,
+    // and the caller has already loaded the switch. Waiting here deadlocked
+    // such an allocator at the first patch, on its own thread.
+    match PATCH.try_lock() {
+        Ok(now) => follow_switch_locked(now),
+        Err(std::sync::TryLockError::Poisoned(e)) => follow_switch_locked(e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => {}
+    }
 }
 
 /// The environment variable that keeps the code unpatched (any value but
@@ -328,7 +337,11 @@ fn patching_refused() -> bool {
 /// Makes the sites say what the switch says (called after every change
 /// of it, and by [`settle`]).
 pub(crate) fn follow_switch() {
-    let mut now = PATCH.lock().unwrap_or_else(|e| e.into_inner());
+    follow_switch_locked(PATCH.lock().unwrap_or_else(|e| e.into_inner()));
+}
+
+/// [`follow_switch`], holding [`PATCH`] (`now`: what the sites say).
+fn follow_switch_locked(mut now: std::sync::MutexGuard<'_, u8>) {
     if STATE.load(Ordering::Relaxed) == FAILED {
         return;
     }
