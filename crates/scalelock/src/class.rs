@@ -143,6 +143,15 @@ impl Access {
 /// Lockdep checks the order only of named classes (`of` and `here`): the
 /// type classes merge unrelated locks, so a cycle through one would usually
 /// be a false alarm. Their instances are still checked for recursion.
+///
+/// # A global allocator on a lock of this crate
+/// With either feature, a class's first instrumented acquisition registers
+/// it under a mutex, and registering allocates. An allocator whose lock is
+/// not registered yet would come back to that mutex from inside the
+/// registration and wait for itself: take the allocator's lock once (or
+/// give it a class another lock has used) before routing allocations
+/// through it. (The switch patched into the code, which also allocates
+/// while it patches, does not wait for itself: `tests/allocator_on_a_lock.rs`.)
 pub struct LockClass {
     name: &'static str,
     /// Type classes (one per [`LockKind`]) merge unrelated locks: lockdep

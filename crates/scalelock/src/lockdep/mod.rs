@@ -48,9 +48,13 @@
 //!   locks, so their order is not checked; their instances are still
 //!   checked for recursion. Two locks of one class nested in each other are
 //!   not checked against each other (give them distinct classes).
-//! - A guard released on another thread than the one that took it leaves
-//!   its entry on the taker's stack (lockdep cannot tell), which can make
-//!   later reports name a lock that is no longer held.
+//! - A guard released on another thread than the one that took it (a
+//!   `Send` guard: `QSpinLock`'s, `QRwLock`'s write guard) leaves its entry
+//!   on the taker's stack (lockdep cannot tell): the taker's next
+//!   acquisition of that lock is then reported as a recursive acquisition
+//!   (a panic without a report handler), and its acquisitions of other
+//!   classes add order edges from a lock it no longer holds. With lockdep
+//!   on, release a guard on the thread that took it.
 //!
 //! # Reports
 //! By default a report panics (on the thread that would have deadlocked,
