@@ -48,8 +48,8 @@
 //!   locks, so their order is not checked; their instances are still
 //!   checked for recursion. Two locks of one class nested in each other are
 //!   not checked against each other (give them distinct classes).
-//! - A guard released on another thread than the one that took it (a
-//!   `Send` guard: `QSpinLock`'s, `QRwLock`'s write guard) leaves its entry
+//! - A guard released on another thread than the one that took it
+//!   (`QSpinLock`'s and `QRwLock`'s guards are `Send`) leaves its entry
 //!   on the taker's stack (lockdep cannot tell): the taker's next
 //!   acquisition of that lock is then reported as a recursive acquisition
 //!   (a panic without a report handler), and its acquisitions of other
