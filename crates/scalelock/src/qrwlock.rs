@@ -115,10 +115,10 @@
 //!   until the next poll, at the latest the batch's end (`batch_ns`, about
 //!   a millisecond; a hand-over between two threads that each leave the
 //!   lock for longer than the polls' spins runs at that pace); a fair
-//!   unlock hands over at once (below). Its claim
-//!   is one RMW that clears `QUIET`
-//!   and sets `W_WAITING` / its reader increment as above; from then on the
-//!   fast paths fail and the running threads queue on `wait_lock` behind it.
+//!   unlock hands over at once (below). Its claim is one RMW that clears
+//!   `QUIET` and sets `W_WAITING` / its reader increment as above; from
+//!   then on the fast paths fail and the running threads queue on
+//!   `wait_lock` behind it.
 //! - The batch is bounded by the waiter's clock alone, so releases stay one
 //!   RMW and a lock freed by the next owner is never written. A waiter that
 //!   gets no CPU lets the batch run on until it is scheduled; then its
@@ -1675,8 +1675,9 @@ mod tests {
             // A writer holds the lock: not free for the waiter.
             lock.cnts.store(W_LOCKED, Ordering::Relaxed);
             let addr = &lock.cnts as *const AtomicU32 as usize;
-            // Arm the simulated fair unlock once the waiter sleeps (its
-            // polls grow from spins to sleeps): checked at each clock read.
+            // Arm the simulated fair unlock once the waiter has slept (its
+            // polls grow from spins to sleeps): checked at each of its
+            // looks at the word, and played at the clock reading after.
             let v = {
                 let armed = core::cell::Cell::new(false);
                 let free = |v: u32| {
