@@ -1505,15 +1505,7 @@ fn wake_slot<P: Platform>(slot: &'static Slot) {
 /// the revocation has just read; `None` if exits kept moving counts
 /// (`ReaderTable::checked_total`).
 fn slow_reads_total<P: Platform>(table: &ReaderTable) -> Option<u32> {
-    table.checked_total(|| {
-        let mut slow = table.retired_slow_reads();
-        P::reader_slots_in_use(|i| {
-            if let Some(slot) = table.slot(i) {
-                slow = slow.wrapping_add(slot.slow_reads());
-            }
-        });
-        slow
-    })
+    class_total::<P>(table, ReaderTable::retired_slow_reads, Slot::slow_reads)
 }
 
 /// The class's slot reads so far (wrapping), as `slow_reads_total`: for a
@@ -1521,14 +1513,29 @@ fn slow_reads_total<P: Platform>(table: &ReaderTable) -> Option<u32> {
 /// for the slots, is not used).
 #[cold]
 fn fast_reads_total<P: Platform>(table: &ReaderTable) -> Option<u32> {
+    class_total::<P>(
+        table,
+        ReaderTable::retired_fast_reads_unchecked,
+        Slot::fast_reads,
+    )
+}
+
+/// One of the class's read totals (wrapping): the exited threads' count
+/// (`retired`) plus `count` of each slot in use, taken while no exit
+/// moved counts (`ReaderTable::checked_total`).
+fn class_total<P: Platform>(
+    table: &ReaderTable,
+    retired: fn(&ReaderTable) -> u32,
+    count: fn(&Slot) -> u32,
+) -> Option<u32> {
     table.checked_total(|| {
-        let mut fast = table.retired_fast_reads_unchecked();
+        let mut total = retired(table);
         P::reader_slots_in_use(|i| {
             if let Some(slot) = table.slot(i) {
-                fast = fast.wrapping_add(slot.fast_reads());
+                total = total.wrapping_add(count(slot));
             }
         });
-        fast
+        total
     })
 }
 

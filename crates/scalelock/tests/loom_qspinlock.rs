@@ -111,6 +111,25 @@ fn three_threads_queue_hand_off() {
     });
 }
 
+/// A model thread that takes `lock`, reads `x` (returned) and sets `y`
+/// inside (the holders of the `wait_unlocked` models).
+fn spawn_holder(
+    lock: &Arc<RawQSpinLock>,
+    x: &Arc<loom::sync::atomic::AtomicUsize>,
+    y: &Arc<loom::sync::atomic::AtomicUsize>,
+) -> thread::JoinHandle<usize> {
+    use loom::sync::atomic::Ordering;
+    let (lock, x, y) = (lock.clone(), x.clone(), y.clone());
+    thread::spawn(move || {
+        let g = lock.lock();
+        let seen = x.load(Ordering::Relaxed);
+        y.store(1, Ordering::Relaxed);
+        // SAFETY: `g` came from `lock()` above.
+        unsafe { lock.unlock(g) };
+        seen
+    })
+}
+
 /// Xen's `spin_barrier` contract: the caller's store before
 /// `wait_unlocked` is seen by every holder that enters after the barrier
 /// looked at the lock, and the barrier waits for a holder that entered
@@ -123,17 +142,7 @@ fn wait_unlocked_orders_the_callers_store() {
         let lock: Arc<RawQSpinLock> = Arc::new(RawQSpinLock::new());
         let x = Arc::new(AtomicUsize::new(0));
         let y = Arc::new(AtomicUsize::new(0));
-        let holder = {
-            let (lock, x, y) = (lock.clone(), x.clone(), y.clone());
-            thread::spawn(move || {
-                let g = lock.lock();
-                let seen = x.load(Ordering::Relaxed);
-                y.store(1, Ordering::Relaxed);
-                // SAFETY: `g` came from `lock()` above.
-                unsafe { lock.unlock(g) };
-                seen
-            })
-        };
+        let holder = spawn_holder(&lock, &x, &y);
         x.store(1, Ordering::Relaxed);
         lock.wait_unlocked();
         let after = y.load(Ordering::Relaxed);
@@ -157,19 +166,11 @@ fn wait_unlocked_orders_the_callers_store_for_every_holder() {
     model(|| {
         let lock: Arc<RawQSpinLock> = Arc::new(RawQSpinLock::new());
         let x = Arc::new(AtomicUsize::new(0));
-        let holder = |y: Arc<AtomicUsize>| {
-            let (lock, x) = (lock.clone(), x.clone());
-            thread::spawn(move || {
-                let g = lock.lock();
-                let seen = x.load(Ordering::Relaxed);
-                y.store(1, Ordering::Relaxed);
-                // SAFETY: `g` came from `lock()` above.
-                unsafe { lock.unlock(g) };
-                seen
-            })
-        };
         let ys = [Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0))];
-        let holders = [holder(ys[0].clone()), holder(ys[1].clone())];
+        let holders = [
+            spawn_holder(&lock, &x, &ys[0]),
+            spawn_holder(&lock, &x, &ys[1]),
+        ];
         x.store(1, Ordering::Relaxed);
         lock.wait_unlocked();
         let after = [ys[0].load(Ordering::Relaxed), ys[1].load(Ordering::Relaxed)];

@@ -609,6 +609,25 @@ fn refresh_once_many_callers() {
     explore(20_000, 20_000, refresh_body);
 }
 
+/// Two model threads that each read `lock` three times, checking the
+/// pair inside (the readers of the upgrade models).
+fn spawn_percpu_readers(
+    lock: &Arc<PerCpuRwLock<Pair>>,
+    inside: &Arc<Inside>,
+) -> Vec<thread::JoinHandle<()>> {
+    (0..2)
+        .map(|_| {
+            let (lock, inside) = (lock.clone(), inside.clone());
+            thread::spawn(move || {
+                for _ in 0..3 {
+                    let g = lock.read();
+                    inside.read(|| check(&g));
+                }
+            })
+        })
+        .collect()
+}
+
 /// An upgrader against readers: after `upgrade`, no reader may be inside.
 ///
 /// Fails on today's code, in two ways. `upgrade` revokes the bias (clears
@@ -631,17 +650,7 @@ fn refresh_once_many_callers() {
 fn percpu_upgrade_vs_slow_readers_body() {
     let lock = Arc::new(PerCpuRwLock::new(Pair::default()));
     let inside = Arc::new(Inside::new());
-    let readers: Vec<_> = (0..2)
-        .map(|_| {
-            let (lock, inside) = (lock.clone(), inside.clone());
-            thread::spawn(move || {
-                for _ in 0..3 {
-                    let g = lock.read();
-                    inside.read(|| check(&g));
-                }
-            })
-        })
-        .collect();
+    let readers = spawn_percpu_readers(&lock, &inside);
     let u = lock.upgradable_read();
     inside.read(|| check(&u));
     let mut g = RwLockUpgradableReadGuard::upgrade(u);
@@ -671,17 +680,7 @@ fn percpu_upgrade_vs_slow_readers() {
 fn percpu_try_upgrade_vs_readers_body() {
     let lock = Arc::new(PerCpuRwLock::new(Pair::default()));
     let inside = Arc::new(Inside::new());
-    let readers: Vec<_> = (0..2)
-        .map(|_| {
-            let (lock, inside) = (lock.clone(), inside.clone());
-            thread::spawn(move || {
-                for _ in 0..3 {
-                    let g = lock.read();
-                    inside.read(|| check(&g));
-                }
-            })
-        })
-        .collect();
+    let readers = spawn_percpu_readers(&lock, &inside);
     let u = lock.upgradable_read();
     inside.read(|| check(&u));
     let wrote = match RwLockUpgradableReadGuard::try_upgrade(u) {
