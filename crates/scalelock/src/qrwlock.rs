@@ -625,8 +625,10 @@ impl<P: Platform> QRwCore<P> {
     /// `W_LOCKED` (a writer holds; none waits): keeps its increment (so no
     /// other writer can enter, invariant 3) and spins on loads for the
     /// writer to leave. True once it holds the read lock; false if a writer
-    /// started waiting (`W_WAITING`: readers must queue behind it) or the
-    /// spin budget ran out, with the increment still in.
+    /// started waiting (`W_WAITING`: readers must queue behind it), the
+    /// writer left with a fair unlock (`HANDOFF`: the lock is the quiet
+    /// waiter's, and a fast path must not take it) or the spin budget ran
+    /// out, with the increment still in.
     #[inline]
     fn spin_writer_exit(&self) -> bool {
         let mut backoff = Backoff::new();
@@ -634,7 +636,7 @@ impl<P: Platform> QRwCore<P> {
             backoff.snooze::<P>();
             // Acquire pairs with the writer's Release unlock (or downgrade).
             let v = self.cnts.load(Ordering::Acquire);
-            if v & W_WAITING != 0 {
+            if v & (W_WAITING | HANDOFF) != 0 {
                 return false;
             }
             if v & W_LOCKED == 0 {
@@ -1699,6 +1701,80 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    std::thread_local! {
+        /// The word `FairUnlockMidSpin` plays a writer's fair unlock on, at
+        /// its next relax (0: none).
+        static MID_SPIN_WORD: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+    }
+
+    /// The std platform's thread-local state, where the first relax after
+    /// arming plays a writer's fair unlock on the armed word: `W_LOCKED`
+    /// off, `HANDOFF` on (the word has a quiet waiter's `QUIET`).
+    #[derive(Debug)]
+    struct FairUnlockMidSpin;
+
+    // SAFETY: the std platform's thread-local state; nothing here waits
+    // (the test's reader is the only thread).
+    unsafe impl Platform for FairUnlockMidSpin {
+        fn relax() {
+            let word = MID_SPIN_WORD.with(|w| w.replace(0));
+            if word != 0 {
+                // SAFETY: the test's lock word, alive for the whole test.
+                let cnts = unsafe { &*(word as *const AtomicU32) };
+                let v = cnts.fetch_xor(W_LOCKED | HANDOFF, Ordering::Relaxed);
+                assert_eq!(v & (W_LOCKED | HANDOFF | QUIET), W_LOCKED | QUIET);
+            }
+        }
+        fn yield_now() {}
+        fn now_ns() -> u64 {
+            crate::platform::StdPlatform::now_ns()
+        }
+        fn wait(_: &AtomicU32, _: u32) {}
+        fn wait_timeout(_: &AtomicU32, _: u32, _: u64) {}
+        fn wake_one(_: &AtomicU32) {}
+        fn wake_all(_: &AtomicU32) {}
+        fn light_fence() {
+            crate::sync::atomic::fence(Ordering::SeqCst)
+        }
+        fn heavy_fence() {
+            crate::sync::atomic::fence(Ordering::SeqCst)
+        }
+        fn with_local<R>(f: impl FnOnce(&crate::platform::LocalState) -> R) -> Option<R> {
+            crate::platform::StdPlatform::with_local(f)
+        }
+        fn queue_node() -> Option<crate::qnode::NodeIndex> {
+            None
+        }
+        fn node(_: crate::qnode::NodeIndex) -> &'static crate::qnode::QNode {
+            unreachable!("no nodes are handed out")
+        }
+        fn cpu_id() -> usize {
+            0
+        }
+        fn cpu_count() -> usize {
+            1
+        }
+    }
+
+    /// A reader that kept its increment to spin for a writer's exit does
+    /// not take the lock when the writer leaves with a fair unlock: the
+    /// lock is the quiet waiter's (`HANDOFF`), and the reader queues.
+    #[test]
+    fn a_reader_spinning_for_the_writer_does_not_pass_a_hand_off() {
+        let lock: QRwCore<FairUnlockMidSpin> = QRwCore::new();
+        // A writer holds, a waiter waits out the batch, and our reader's
+        // increment is in (it saw only `W_LOCKED` and `QUIET`).
+        lock.cnts
+            .store(W_LOCKED | QUIET | ONE_READER, Ordering::Relaxed);
+        MID_SPIN_WORD.with(|w| w.set(&lock.cnts as *const AtomicU32 as usize));
+        assert!(!lock.spin_writer_exit(), "took the lock past the hand-off");
+        assert_eq!(MID_SPIN_WORD.with(core::cell::Cell::get), 0, "no relax");
+        assert_eq!(
+            lock.cnts.load(Ordering::Relaxed),
+            QUIET | HANDOFF | ONE_READER
+        );
     }
 
     #[test]
