@@ -6,11 +6,13 @@
 //! finds none free, or that locks from a thread-local destructor after its
 //! node was released, gets `None` and waits unqueued (see `qspinlock.rs`):
 //! still correct, no longer FIFO. Threads may come and go without limit.
+//! So does a lock taken while the thread's own node is being set up (a
+//! new segment is allocated through the global allocator, which may sit
+//! on a lock of this crate): `tests/allocator_on_a_queued_lock.rs`.
 
 use std::boxed::Box;
 use std::cell::Cell;
 use std::sync::Mutex;
-use std::vec::Vec;
 
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
@@ -29,8 +31,29 @@ static TABLE: [AtomicPtr<Segment>; SEGMENTS] =
     [const { AtomicPtr::new(core::ptr::null_mut()) }; SEGMENTS];
 /// Next never-used index (indices start at 1).
 static HIGH_WATER: AtomicU32 = AtomicU32::new(1);
-/// Indices released by exited threads.
-static FREE: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+/// Indices released by exited threads: a stack in static memory (128 KiB,
+/// untouched until threads exit), so that giving an index back allocates
+/// nothing. (A `Vec` grew under the mutex: through a global allocator on a
+/// lock of this crate, that lock's first queued wait on another thread
+/// could wait for the mutex held by an exiting thread that waited for the
+/// lock.)
+static FREE: Mutex<FreeList> = Mutex::new(FreeList {
+    len: 0,
+    indices: [0; SEGMENTS * SEGMENT_LEN],
+});
+
+struct FreeList {
+    len: usize,
+    /// Every index is in the table once, and at most once here, so the
+    /// stack cannot overflow.
+    indices: [u16; SEGMENTS * SEGMENT_LEN],
+}
+
+fn free_list() -> std::sync::MutexGuard<'static, FreeList> {
+    // Every update leaves the list consistent.
+    FREE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 fn segment(seg: usize) -> &'static Segment {
     // Acquire pairs with the Release in the compare_exchange below, so the
@@ -70,8 +93,12 @@ pub(super) fn get(index: NodeIndex) -> &'static QNode {
 }
 
 fn allocate() -> Option<NodeIndex> {
-    if let Some(i) = FREE.lock().unwrap_or_else(|e| e.into_inner()).pop() {
-        return NodeIndex::new(i);
+    {
+        let mut free = free_list();
+        if free.len > 0 {
+            free.len -= 1;
+            return NodeIndex::new(free.indices[free.len]);
+        }
     }
     let i = HIGH_WATER
         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |i| {
@@ -84,12 +111,15 @@ fn allocate() -> Option<NodeIndex> {
 }
 
 fn release(index: NodeIndex) {
-    FREE.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(index.get());
+    let mut free = free_list();
+    let len = free.len;
+    free.indices[len] = index.get();
+    free.len = len + 1;
 }
 
-/// A thread's claim on its node; returned to the free list at thread exit.
+/// A thread's claim on its node (returned to the free list at thread
+/// exit), and whether the thread must wait without one: the table was
+/// full when it asked, or it is asking now.
 struct Slot(Cell<Option<NodeIndex>>, Cell<bool>);
 
 impl Drop for Slot {
@@ -115,8 +145,15 @@ pub(super) fn current() -> Option<NodeIndex> {
             return Some(i);
         }
         if slot.1.get() {
-            return None; // the table was full when this thread asked
+            // The table was full when this thread asked, or this is a
+            // lock taken inside our own request: a new segment is
+            // allocated through the global allocator, which may be built
+            // on a lock of this crate. Such a lock waits unqueued; asking
+            // again would take another index in the same unallocated
+            // segment and allocate it again, each time one level deeper.
+            return None;
         }
+        slot.1.set(true);
         let got = allocate();
         slot.0.set(got);
         slot.1.set(got.is_none());
