@@ -315,3 +315,28 @@ fn type_classes_are_not_order_checked() {
         None
     );
 }
+
+#[test]
+fn locks_past_the_held_stack_are_not_checked_or_lost() {
+    // More locks held at once than the stack records (each its own
+    // instance of the type class).
+    let locks: Vec<SeqLock<u32>> = (0..scalelock::lockdep::MAX_HELD + 6)
+        .map(|_| SeqLock::new(0))
+        .collect();
+    let outcome = on_thread("deep", move || {
+        let before = scalelock::lockdep::held_count();
+        let guards: Vec<_> = locks.iter().map(|l| l.lock()).collect();
+        assert_eq!(
+            scalelock::lockdep::held_count() - before,
+            scalelock::lockdep::MAX_HELD - before,
+            "the stack records up to its capacity"
+        );
+        drop(guards);
+        assert_eq!(scalelock::lockdep::held_count(), before, "left entries");
+        // The stack works on.
+        let g = locks[0].lock();
+        assert_eq!(scalelock::lockdep::held_count(), before + 1);
+        drop(g);
+    });
+    assert_eq!(outcome, None);
+}

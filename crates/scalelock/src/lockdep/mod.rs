@@ -48,6 +48,11 @@
 //!   locks, so their order is not checked; their instances are still
 //!   checked for recursion. Two locks of one class nested in each other are
 //!   not checked against each other (give them distinct classes).
+//! - A thread's held stack records at most [`MAX_HELD`] locks (Linux's
+//!   `MAX_LOCK_DEPTH` is 48): an acquisition past it is not checked or
+//!   recorded. The stack lives in the thread's state and recording
+//!   allocates nothing, so a global allocator may be built on a lock of
+//!   this crate (`tests/allocator_on_a_queued_lock.rs` runs with lockdep).
 //! - A guard released on another thread than the one that took it
 //!   (`QSpinLock`'s and `QRwLock`'s guards are `Send`) leaves its entry
 //!   on the taker's stack (lockdep cannot tell): the taker's next
@@ -65,6 +70,7 @@
 //! it.
 
 mod graph;
+mod held;
 mod report;
 
 use core::cell::RefCell;
@@ -73,6 +79,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::vec::Vec;
 
 use self::graph::{Graph, Origin, UPGRADE, acquire_mode, blocks_itself, edge_type};
+pub use self::held::MAX_HELD;
+use self::held::{HeldLock, HeldStack};
 pub use self::report::{Dependency, LockDesc, Report, ReportKind};
 pub use crate::class::Access;
 use crate::class::{ClassId, registry};
@@ -113,24 +121,8 @@ fn report_or(r: &Report, before_panic: impl FnOnce()) {
     }
 }
 
-/// A lock on a thread's held stack.
-#[derive(Clone, Copy)]
-struct HeldLock {
-    class: ClassId,
-    instance: usize,
-    access: Access,
-    try_lock: bool,
-}
-
-impl HeldLock {
-    /// Whether this entry is the lock at `instance` of class index `class`.
-    fn is(&self, class: u32, instance: usize) -> bool {
-        self.instance == instance && self.class.index == class
-    }
-}
-
 struct ThreadState {
-    held: Vec<HeldLock>,
+    held: HeldStack,
     /// Edges (from, to, type) this thread knows are in the graph: the graph
     /// only grows, so they need not be looked up under its mutex again.
     known: std::collections::HashSet<(u32, u32, u16)>,
@@ -180,7 +172,7 @@ fn with_thread<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
         .try_with(|t| {
             let mut t = t.try_borrow_mut().ok()?;
             let t = t.get_or_insert_with(|| ThreadState {
-                held: Vec::new(),
+                held: HeldStack::new(),
                 known: Default::default(),
             });
             Some(f(t))
@@ -401,7 +393,8 @@ pub(crate) fn upgraded(class: u32, instance: usize) {
 }
 
 /// Pushes an acquired lock on this thread's held stack; false if the
-/// thread's state is unavailable (then `release` must not be called).
+/// thread's state is unavailable or its stack full ([`MAX_HELD`]): then
+/// the lock is not recorded, and `release` must not be called.
 pub(crate) fn push(class: ClassId, instance: usize, access: Access, try_lock: bool) -> bool {
     with_thread(|t| {
         t.held.push(HeldLock {
@@ -411,7 +404,7 @@ pub(crate) fn push(class: ClassId, instance: usize, access: Access, try_lock: bo
             try_lock,
         })
     })
-    .is_some()
+    .unwrap_or(false)
 }
 
 /// Pops the lock at `instance` (class `class`) off this thread's held
