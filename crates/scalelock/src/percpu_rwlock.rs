@@ -102,13 +102,23 @@
 //!   write re-enables the bias at unlock.
 //!
 //! Mode changes are race-free: `SYM` is read by the reader *before* it
-//! chooses its fence, and only a writer changes it. Going symmetric, the
-//! writer has cleared `FAST` and issued the heavy fence (a biased
-//! revocation; `SYM` comes with `FAST` at its unlock), which
-//! pairs with both fences, so a reader that read the old mode is covered;
-//! leaving symmetric, the bias comes back with `SYM` clear and every later
-//! revocation issues the heavy fence, which also pairs with a reader's full
-//! fence. (`tests/loom_percpu.rs` models both switches.)
+//! chooses its fence, and only a writer changes it; the revocation that
+//! follows the state a reader's re-check reads uses that state's fence.
+//! So a read holds only if its re-check finds a mode whose revocation
+//! pairs with the fence it paid: a full-fence read, `FAST` in either mode
+//! (the heavy fence and the full one both pair with it); a light-fence
+//! read, the biased mode itself. Going symmetric, the writer has cleared
+//! `FAST` and issued the heavy fence (a biased revocation; `SYM` comes
+//! with `FAST` at its unlock): a reader that read the old mode and stored
+//! to its slot before that fence is waited for, and one that stored after
+//! it finds `FAST | SYM` and steps aside (else the next, symmetric,
+//! revocation's plain fence would meet its compiler fence: store
+//! buffering with one fence). Leaving symmetric, the bias comes back with
+//! `SYM` clear and every later revocation issues the heavy fence, which
+//! also pairs with a reader's full fence. (`tests/loom_percpu.rs` models
+//! both switches with SeqCst light fences; `loom_models.rs`,
+//! `a_stale_biased_read_vs_a_symmetric_revocation`, the light fence a
+//! compiler fence.)
 //!
 //! # Fences
 //! The biased read's fence is the platform's *unchecked* light fence
@@ -160,7 +170,8 @@
 //!
 //! # Invariants
 //! 1. A thread read-holds the lock iff its slot names the lock with depth
-//!    ≥ 1 and it saw `FAST` set after storing it (fast), or it holds the
+//!    ≥ 1 and it saw `FAST` set after storing it (a read that paid the
+//!    light fence: `FAST` without `SYM`) (fast), or it holds the
 //!    underlying read lock (slow; marked `UNDERLYING` in its slot or its
 //!    thread-local list, or only counted in its thread-local
 //!    `CountedReads`: the common inhibited read).
@@ -781,8 +792,14 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // lock is biased only with asymmetric fences (see "Fences").
             P::light_fence_asymmetric();
         }
-        // Acquire pairs with the Release write that last set FAST.
-        if self.state.load(Ordering::Acquire) & FAST != 0 {
+        // Acquire pairs with the Release write that last set FAST. A
+        // biased read needs the state still biased, not only `FAST`: its
+        // light fence pairs only with a heavy one, and a lock that went
+        // symmetric since our first load (a write's biased revocation,
+        // whose heavy fence came before our slot store, left it `FAST |
+        // SYM`) is revoked next with a plain full fence.
+        let mode = if SYMMETRIC { FAST } else { FAST | SYM };
+        if self.state.load(Ordering::Acquire) & mode == FAST {
             return Some(slot);
         }
         // A writer is revoking: step aside (the caller queues on the inner

@@ -1840,3 +1840,49 @@ fn an_exit_with_a_listed_read_keeps_its_index_retired() {
         "index {index} went back with a listed read in its slot"
     );
 }
+
+/// A read that loaded the state while the lock was biased, and so
+/// chose the light fence, must not get in once a write switched the lock
+/// to the symmetric mode meanwhile. Its light fence pairs only with a
+/// heavy one, and the next (symmetric) revocation issues a plain full
+/// fence: `store slot; compiler fence; load state` against `store state;
+/// fence(SeqCst); load slot` is store buffering with one fence, where both
+/// loads may read the old values (the writer finds the slot free, the
+/// reader `FAST` set), and a write then runs beside the read. Here the
+/// reader's steps are driven by hand: the state it loaded, then a whole
+/// write that switches the lock symmetric (forced), then the rest of its
+/// biased read, which finds `FAST | SYM` and must step aside.
+#[test]
+fn a_read_that_chose_the_light_fence_steps_aside_from_a_symmetric_lock() {
+    static SWITCHING: ReaderTable = ReaderTable::new();
+    SWITCHING.force_symmetric();
+    let raw = Raw::with_table(&SWITCHING);
+    // The thread's slot, and the lock's id.
+    let t = raw.lock_shared();
+    assert!(fast(&t));
+    // SAFETY: from `lock_shared` above.
+    unsafe { raw.unlock_shared(t) };
+    let stale = raw.state.load(O::Relaxed);
+    assert_eq!(stale & (FAST | SYM), FAST, "biased");
+    // The write (it saw no slot: the reader has not stored to it yet)
+    // revokes with the heavy fence and leaves the lock symmetric.
+    let w = raw.lock_exclusive();
+    assert_eq!(w.next & (FAST | SYM), FAST | SYM, "forced symmetric");
+    // SAFETY: from `lock_exclusive` above.
+    unsafe { raw.unlock_exclusive(w) };
+    // The reader resumes its biased read from the state it loaded.
+    let got = raw.try_read_slot_as::<false>(stale);
+    let entered = got.is_some();
+    if let Some(slot) = got {
+        let word = slot.word().load(O::Relaxed);
+        // SAFETY: the read above got the lock on this thread's slot.
+        unsafe { raw.unlock_shared(PerCpuReadToken::slot(slot)) };
+        assert!(
+            !entered,
+            "a biased read (slot word {word:#x}: light fence) holds a lock \
+             that is now symmetric ({:#x}), whose next revocation issues no \
+             heavy fence",
+            raw.state.load(O::Relaxed)
+        );
+    }
+}
