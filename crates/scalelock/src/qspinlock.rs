@@ -447,7 +447,11 @@ impl<P: Platform> QSpinCore<P> {
             return self.wait_as_pending(None, None, deadline, ev);
         }
         match P::queue_node() {
-            Some(index) => self.lock_queued(index, deadline, ev),
+            Some(index) => {
+                let took = self.lock_queued(index, deadline, ev);
+                P::queue_node_returned(index);
+                took
+            }
             None => self.lock_unqueued(deadline, ev),
         }
     }

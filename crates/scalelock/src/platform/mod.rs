@@ -205,7 +205,20 @@ pub unsafe trait Platform: 'static {
         None
     }
     /// The queue node of the calling context, or `None` if it has none.
+    /// The caller waits on it until it calls
+    /// [`queue_node_returned`](Self::queue_node_returned); a lock taken
+    /// inside that wait (through a global allocator built on a lock of
+    /// this crate, or from a signal handler) asks again, and must get
+    /// another node or `None` (then it waits unqueued), never the one in
+    /// use.
     fn queue_node() -> Option<NodeIndex>;
+    /// The wait on `index` (from [`queue_node`](Self::queue_node)) is over:
+    /// the calling context may get it again. The default does nothing
+    /// (for a platform whose `queue_node` never hands out a node in use).
+    #[inline]
+    fn queue_node_returned(index: NodeIndex) {
+        let _ = index;
+    }
     /// The node `queue_node` handed out as `index`.
     fn node(index: NodeIndex) -> &'static QNode;
     /// The CPU the caller probably runs on (it may migrate at any moment).

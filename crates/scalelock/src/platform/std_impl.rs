@@ -136,6 +136,11 @@ unsafe impl Platform for StdPlatform {
     }
 
     #[inline]
+    fn queue_node_returned(index: NodeIndex) {
+        nodes::returned(index);
+    }
+
+    #[inline]
     fn node(index: NodeIndex) -> &'static QNode {
         nodes::get(index)
     }

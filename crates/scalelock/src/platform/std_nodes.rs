@@ -6,9 +6,9 @@
 //! finds none free, or that locks from a thread-local destructor after its
 //! node was released, gets `None` and waits unqueued (see `qspinlock.rs`):
 //! still correct, no longer FIFO. Threads may come and go without limit.
-//! So does a lock taken while the thread's own node is being set up (a
-//! new segment is allocated through the global allocator, which may sit
-//! on a lock of this crate): `tests/allocator_on_a_queued_lock.rs`.
+//! So does a lock taken while the thread's node is being set up or waited
+//! on (a new segment is allocated through the global allocator, which may
+//! sit on a lock of this crate): `tests/allocator_on_a_queued_lock.rs`.
 
 use std::boxed::Box;
 use std::cell::Cell;
@@ -106,7 +106,9 @@ fn allocate() -> Option<NodeIndex> {
         })
         .ok()?;
     let index = NodeIndex::new(i as u16)?;
-    get(index); // allocate the segment now, not while waiting for a lock
+    // Allocate the segment now, before the caller's node is in a queue (a
+    // lock taken inside the allocation waits unqueued: see `IN_USE`).
+    get(index);
     Some(index)
 }
 
@@ -118,9 +120,20 @@ fn release(index: NodeIndex) {
 }
 
 /// A thread's claim on its node (returned to the free list at thread
-/// exit), and whether the thread must wait without one: the table was
-/// full when it asked, or it is asking now.
-struct Slot(Cell<Option<NodeIndex>>, Cell<bool>);
+/// exit), and whether `current` may hand it out now (`HAND_OUT`).
+struct Slot(Cell<Option<NodeIndex>>, Cell<u8>);
+
+/// `current` may hand the node out (or allocate one).
+const HAND_OUT: u8 = 0;
+/// The table was full when the thread asked: it waits unqueued.
+const NONE_LEFT: u8 = 1;
+/// The node is being allocated or waited on: a lock taken meanwhile on
+/// this thread (a global allocator built on a lock of this crate, when
+/// the node's segment is allocated or while the thread waits) waits
+/// unqueued. Asking again during the allocation took another index in the
+/// same unallocated segment and allocated it again, one level deeper each
+/// time; during the wait it would reuse the node in use.
+const IN_USE: u8 = 2;
 
 impl Drop for Slot {
     fn drop(&mut self) {
@@ -134,33 +147,41 @@ impl Drop for Slot {
 }
 
 std::thread_local! {
-    static SLOT: Slot = const { Slot(Cell::new(None), Cell::new(false)) };
+    static SLOT: Slot = const { Slot(Cell::new(None), Cell::new(HAND_OUT)) };
 }
 
-/// The calling thread's node, allocated on first use.
+/// The calling thread's node, allocated on first use; `None` while it is
+/// in use (until `returned`), or if the table was full.
 #[inline]
 pub(super) fn current() -> Option<NodeIndex> {
     SLOT.try_with(|slot| {
+        if slot.1.get() != HAND_OUT {
+            return None;
+        }
+        slot.1.set(IN_USE);
         if let Some(i) = slot.0.get() {
             return Some(i);
         }
-        if slot.1.get() {
-            // The table was full when this thread asked, or this is a
-            // lock taken inside our own request: a new segment is
-            // allocated through the global allocator, which may be built
-            // on a lock of this crate. Such a lock waits unqueued; asking
-            // again would take another index in the same unallocated
-            // segment and allocate it again, each time one level deeper.
-            return None;
-        }
-        slot.1.set(true);
         let got = allocate();
         slot.0.set(got);
-        slot.1.set(got.is_none());
+        if got.is_none() {
+            slot.1.set(NONE_LEFT);
+        }
         got
     })
     .ok()
     .flatten()
+}
+
+/// The wait on the thread's node `index` is over.
+#[inline]
+pub(super) fn returned(index: NodeIndex) {
+    let _ = SLOT.try_with(|slot| {
+        debug_assert_eq!(slot.0.get(), Some(index), "not this thread's node");
+        if slot.1.get() == IN_USE {
+            slot.1.set(HAND_OUT);
+        }
+    });
 }
 
 /// Test support: takes up to `n` free node indices forever, so that a test can
@@ -169,4 +190,22 @@ pub(super) fn current() -> Option<NodeIndex> {
 #[doc(hidden)]
 pub fn hog_queue_nodes(n: usize) -> usize {
     (0..n).map_while(|_| allocate()).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_in_use_is_not_handed_out_again() {
+        std::thread::spawn(|| {
+            let node = current().expect("a node");
+            assert_eq!(current(), None, "handed out the node in use");
+            returned(node);
+            assert_eq!(current(), Some(node), "the same node, once returned");
+            returned(node);
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -923,3 +923,34 @@ fn a_turn_taken_on_the_contended_path_starts_its_own_count() {
     .join()
     .unwrap();
 }
+
+/// A queued wait gives its node back: the thread's next queue wait gets
+/// it again (a node kept "in use" would send every later wait of the
+/// thread unqueued).
+#[test]
+#[cfg_attr(miri, ignore = "real threads sleeping on a held lock")]
+fn a_queued_wait_returns_its_node() {
+    use crate::platform::StdPlatform;
+    static LOCK: QSpinLock<()> = QSpinLock::new(());
+    std::thread::spawn(|| {
+        // A holder keeps the lock and a second thread waits on the word:
+        // this thread queues.
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let guard = LOCK.lock();
+            held_tx.send(()).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            drop(guard);
+        });
+        held_rx.recv().unwrap();
+        let word_waiter = std::thread::spawn(|| drop(LOCK.lock()));
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        drop(LOCK.lock());
+        holder.join().unwrap();
+        word_waiter.join().unwrap();
+        let node = StdPlatform::queue_node().expect("the node was not returned");
+        StdPlatform::queue_node_returned(node);
+    })
+    .join()
+    .unwrap();
+}
