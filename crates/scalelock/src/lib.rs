@@ -42,7 +42,11 @@
 //!   constructor; microseconds while the process has one thread): asked
 //!   first by a lock release in a process that already runs several
 //!   threads, the kernel waits for an RCU grace period, milliseconds during
-//!   which that thread stalls.
+//!   which that thread stalls. A program that later installs a seccomp
+//!   filter must allow `membarrier` (the locks' fast paths rely on it
+//!   from the registration on; a refused one aborts, saying so), or run
+//!   with `SCALELOCK_NO_MEMBARRIER=1`, which keeps the process from
+//!   registering (both sides of the fences are then full fences).
 //! - `arc_lock`: lock_api's guards that own an `Arc` of their lock
 //!   (`lock_arc`, `read_arc`, `write_arc`, `upgradable_read_arc` and their
 //!   `try_` forms), as parking_lot's feature of that name. Needs `alloc`

@@ -16,7 +16,11 @@
 //! first fence, asks the kernel to register the process (once; see
 //! `fence_mode.rs` for why the first answer must stick and nobody may act
 //! before it exists); where that fails (old kernel, seccomp, non-Linux)
-//! both sides are `fence(SeqCst)`. Under Miri the model
+//! or `SCALELOCK_NO_MEMBARRIER` is set (to anything but empty or `0`)
+//! both sides are `fence(SeqCst)`. A seccomp filter installed after the
+//! registration that refuses `membarrier` leaves no ordering to fall back
+//! on: the first heavy fence then aborts with a message that says so
+//! (`tests/membarrier_seccomp.rs`). Under Miri the model
 //! cannot express membarrier, so both sides are real fences.
 
 use core::sync::atomic::{Ordering, compiler_fence, fence};
@@ -25,9 +29,17 @@ use crate::platform::fence_mode::FenceMode;
 
 static MODE: FenceMode = FenceMode::new();
 
+/// The environment variable that keeps the process from registering
+/// (both sides are then `fence(SeqCst)`): for a program that installs a
+/// seccomp filter without `membarrier` after it started.
+const NO_MEMBARRIER_ENV: &str = "SCALELOCK_NO_MEMBARRIER";
+
 #[cfg(all(target_os = "linux", not(miri)))]
 fn register() -> bool {
     use rustix::thread::{MembarrierCommand, MembarrierQuery, membarrier, membarrier_query};
+    if std::env::var_os(NO_MEMBARRIER_ENV).is_some_and(|v| !v.is_empty() && v != "0") {
+        return false;
+    }
     let query = membarrier_query();
     query.contains(MembarrierQuery::PRIVATE_EXPEDITED)
         && membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
@@ -104,12 +116,31 @@ pub(super) fn heavy() {
     #[cfg(all(target_os = "linux", not(miri)))]
     if asymmetric() {
         use rustix::thread::{MembarrierCommand, membarrier};
-        // Registration succeeded, so this cannot fail with EPERM; should the
-        // kernel still refuse, abort rather than lose the ordering.
-        if membarrier(MembarrierCommand::PrivateExpedited).is_err() {
-            std::process::abort();
+        if let Err(e) = membarrier(MembarrierCommand::PrivateExpedited) {
+            membarrier_refused(e);
         }
     }
+}
+
+/// The kernel refused a `membarrier` after the process registered: a
+/// seccomp filter installed since (sandboxes commonly answer `EPERM` to
+/// what they do not list). The light sides already run with compiler
+/// fences only, so no ordering is left to fall back on: say why, and
+/// abort.
+#[cfg(all(target_os = "linux", not(miri)))]
+#[cold]
+#[inline(never)]
+fn membarrier_refused(e: rustix::io::Errno) -> ! {
+    use std::io::Write;
+    // Stderr is unbuffered; the message is built without allocating.
+    let _ = writeln!(
+        std::io::stderr(),
+        "scalelock: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed after the \
+         process registered for it ({e}); a seccomp filter installed later must \
+         allow membarrier, or start the program with {NO_MEMBARRIER_ENV}=1. Aborting: \
+         the locks' ordering depends on it."
+    );
+    std::process::abort();
 }
 
 /// Whether the std platform uses membarrier asymmetric fences (on Linux

@@ -1,0 +1,145 @@
+//! A program that sandboxes itself after it started, with a seccomp
+//! filter that refuses `membarrier` (allowlists commonly answer `EPERM` to
+//! what they do not list). The process registered for `membarrier` before
+//! `main`, and the locks' light fences rely on it: the first heavy fence
+//! then aborts, saying why and what to do (it aborted silently); with
+//! `SCALELOCK_NO_MEMBARRIER=1` the process never registers and runs on.
+#![cfg(all(
+    feature = "std",
+    target_os = "linux",
+    target_arch = "x86_64",
+    not(any(loom, shuttle, miri))
+))]
+
+use scalelock::PerCpuRwLock;
+
+const NR_MEMBARRIER: u32 = 324;
+
+unsafe fn syscall5(nr: usize, a: usize, b: usize, c: usize, d: usize, e: usize) -> isize {
+    let ret: isize;
+    // SAFETY: a raw Linux syscall; the caller passes valid arguments.
+    unsafe {
+        core::arch::asm!("syscall", inlateout("rax") nr as isize => ret,
+            in("rdi") a, in("rsi") b, in("rdx") c, in("r10") d, in("r8") e,
+            lateout("rcx") _, lateout("r11") _, options(nostack));
+    }
+    ret
+}
+
+#[repr(C)]
+struct SockFilter {
+    code: u16,
+    jt: u8,
+    jf: u8,
+    k: u32,
+}
+
+#[repr(C)]
+struct SockFprog {
+    len: u16,
+    filter: *const SockFilter,
+}
+
+/// `membarrier` fails with EPERM from here on; everything else is allowed.
+fn deny_membarrier() {
+    let prog = [
+        // ld [0] (the syscall number)
+        SockFilter {
+            code: 0x20,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        // jeq #membarrier, 0, 1
+        SockFilter {
+            code: 0x15,
+            jt: 0,
+            jf: 1,
+            k: NR_MEMBARRIER,
+        },
+        // ret ERRNO(EPERM)
+        SockFilter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0x0005_0000 | 1,
+        },
+        // ret ALLOW
+        SockFilter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0x7fff_0000,
+        },
+    ];
+    let fprog = SockFprog {
+        len: prog.len() as u16,
+        filter: prog.as_ptr(),
+    };
+    // SAFETY: prctl(PR_SET_NO_NEW_PRIVS, 1) and prctl(PR_SET_SECCOMP,
+    // SECCOMP_MODE_FILTER, &fprog) with a valid program.
+    unsafe {
+        assert_eq!(syscall5(157, 38, 1, 0, 0, 0), 0);
+        assert_eq!(syscall5(157, 22, 2, &fprog as *const _ as usize, 0, 0), 0);
+    }
+}
+
+/// Run in a child process by the tests below.
+#[test]
+#[ignore = "run in a child process"]
+fn child_sandboxes_itself_then_writes() {
+    deny_membarrier();
+    let lock = PerCpuRwLock::new(0u32);
+    for i in 0..100 {
+        drop(lock.read());
+        *lock.write() = i;
+    }
+    println!(
+        "child done, asymmetric fences: {}",
+        scalelock::platform::asymmetric_fences_active()
+    );
+}
+
+fn run_child(no_membarrier: bool) -> std::process::Output {
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child.args([
+        "--exact",
+        "child_sandboxes_itself_then_writes",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    if no_membarrier {
+        child.env("SCALELOCK_NO_MEMBARRIER", "1");
+    } else {
+        child.env_remove("SCALELOCK_NO_MEMBARRIER");
+    }
+    child.output().unwrap()
+}
+
+#[test]
+fn a_later_sandbox_without_membarrier_aborts_saying_why() {
+    if !scalelock::platform::asymmetric_fences_active() {
+        return; // no membarrier on this machine: nothing registered
+    }
+    let out = run_child(false);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the child ran on without its fences");
+    assert!(
+        stderr.contains("membarrier") && stderr.contains("SCALELOCK_NO_MEMBARRIER=1"),
+        "the abort did not say why: {:?}\n{stderr}",
+        out.status
+    );
+}
+
+#[test]
+fn with_scalelock_no_membarrier_a_later_sandbox_runs_on() {
+    let out = run_child(true);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("child done, asymmetric fences: false"),
+        "child: {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
