@@ -79,10 +79,13 @@ impl KvMix {
     pub fn shares(self, read: Pct) -> [Pct; 4] {
         let writes = u64::from(MILLION - read.ppm());
         let sum = u64::from(self.insert + self.update + self.remove);
-        let insert = (writes * u64::from(self.insert) / sum) as u32;
-        let update = (writes * u64::from(self.update) / sum) as u32;
-        let remove = writes as u32 - insert - update;
-        [read.ppm(), insert, update, remove].map(Pct::from_ppm)
+        let w = [self.insert, self.update, self.remove].map(u64::from);
+        let mut s = w.map(|x| writes * x / sum);
+        // The rounding remainder goes to the last kind with a weight, so a
+        // weight of 0 gets no share.
+        let last = (0..3).rev().find(|&i| w[i] > 0).unwrap_or(2);
+        s[last] += writes - s.iter().sum::<u64>();
+        [u64::from(read.ppm()), s[0], s[1], s[2]].map(|x| Pct::from_ppm(x as u32))
     }
 
     /// `94/2/3/1`: the four shares at `read`, in percent.
@@ -172,6 +175,19 @@ mod tests {
         );
         for bad in ["", "2:3", "2:3:1:4", "0:0:0", "a:b:c", "-1:2:3", "2000:1:1"] {
             assert!(KvMix::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_zero_weight_gets_no_share() {
+        // 1:2:0 means no removes; the rounding remainder must not become one.
+        let m = KvMix::parse("1:2:0").unwrap();
+        for r in [
+            Pct::whole(99),
+            Pct::whole(0),
+            Pct::parse("99.9999").unwrap(),
+        ] {
+            assert_eq!(m.shares(r)[3].ppm(), 0, "{}", m.describe(r));
         }
     }
 

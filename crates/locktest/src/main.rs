@@ -55,10 +55,14 @@ fn main() -> ExitCode {
             }
             // clap's first line is the error itself; the rest is usage help.
             let text = e.render().to_string();
+            // (joined: "...not provided:" is followed by the argument).
             let line = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("error: bad arguments");
+                .trim_start()
+                .split("\n\n")
+                .next()
+                .map(|p| p.lines().map(str::trim).collect::<Vec<_>>().join(" "))
+                .filter(|l| !l.is_empty())
+                .unwrap_or_else(|| "error: bad arguments".into());
             eprintln!("locktest: {line}");
             return ExitCode::from(2);
         }

@@ -229,13 +229,20 @@ pub fn command(args: &BenchArgs) -> Result<(), Failure> {
              their rates include that cost"
         );
     }
-    let runs = plan.execute().map_err(Failure::Run)?;
-    emit(&report::summary(&runs, plan.rounds, &plan.note()));
-
+    // Refuse an unwritable destination now, not after the whole sweep.
     let json = args
         .json
         .clone()
         .unwrap_or_else(|| args.out.join("results.json"));
+    crate::json::check_writable(&json).map_err(|e| Failure::Usage(Usage(e)))?;
+    if !args.no_plots {
+        std::fs::create_dir_all(&args.out).map_err(|e| {
+            Failure::Usage(Usage(format!("cannot create {}: {e}", args.out.display())))
+        })?;
+    }
+    let runs = plan.execute().map_err(Failure::Run)?;
+    emit(&report::summary(&runs, plan.rounds, &plan.note()));
+
     let rep = Report {
         tool: concat!("locktest ", env!("CARGO_PKG_VERSION")).to_string(),
         cores: cores(),

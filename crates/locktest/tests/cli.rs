@@ -740,3 +740,63 @@ fn stats_without_the_feature_is_an_error_that_says_how_to_rebuild() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// `scenario` without NAME: the one-line error must say what is missing.
+#[test]
+fn a_missing_scenario_name_is_named_in_the_error() {
+    let out = locktest()
+        .arg("scenario")
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("NAME"),
+        "error does not name the argument: {err:?}"
+    );
+}
+
+/// `--writers` + `--readers` that overflow usize: a usage error, not a panic.
+#[test]
+fn a_torture_thread_sum_that_overflows_is_a_usage_error() {
+    locktest()
+        .args(["torture", "--lock", "pl-mutex", "--duration", "0.01"])
+        .args(["--writers", "18446744073709551615", "--readers", "2"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty());
+}
+
+/// An output folder that cannot be created is refused before the sweep
+/// runs, not after it (when the results would be lost).
+#[test]
+fn an_unwritable_out_is_refused_before_running() {
+    let dir = tempdir("unwritable");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    locktest()
+        .args(["bench", "--lock", "pl-mutex", "--threads", "1"])
+        .args(["--runtime", "0.01", "--rounds", "1", "--quiet", "--out"])
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty());
+}
+
+/// Settings under which no lock can fail (one thread; no writer) must not
+/// report SUCCESS for `busted`, the lock that does not lock.
+#[test]
+fn torture_settings_that_cannot_fail_are_refused() {
+    for threads in [
+        &["--threads", "1"][..],
+        &["--writers", "0", "--readers", "4"],
+    ] {
+        locktest()
+            .args(["torture", "--lock", "busted", "--duration", "0.1"])
+            .args(["--long-hold-ms", "0"])
+            .args(threads)
+            .assert()
+            .failure();
+    }
+}

@@ -158,6 +158,14 @@ pub fn command(args: &ScenarioArgs) -> Result<(), Failure> {
         .map(|sc| Ok((sc, variants(sc, &args.lock)?)))
         .collect::<Result<_, Usage>>()?;
 
+    // Refuse an unwritable destination now, not after the runs.
+    for (sc, _) in &plans {
+        let json = args
+            .json
+            .clone()
+            .unwrap_or_else(|| args.out.join(format!("scenario-{}.json", sc.name)));
+        crate::json::check_writable(&json).map_err(Usage)?;
+    }
     let mut failed = Vec::new();
     for (sc, variants) in plans {
         let report = run(sc, &variants, &threads, runtime, rounds, &lockstat)?;

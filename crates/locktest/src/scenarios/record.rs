@@ -107,7 +107,8 @@ pub struct Ratio {
     pub before: String,
     /// After's total op/s over before's, per round.
     pub ratios: Vec<f64>,
-    /// Their median: the summary's number.
+    /// Their median: the summary's number (0 without ratios: every
+    /// round's before run made no operation).
     pub median: f64,
 }
 
@@ -150,8 +151,11 @@ impl Report {
         for t in threads {
             for &(a, _) in variants.iter().filter(|v| v.1 == "after") {
                 for &(b, _) in variants.iter().filter(|v| v.1 == "before") {
+                    // As in the bench: a round whose before made no
+                    // operation has no ratio.
                     let rs: Vec<f64> = (1..=rounds)
-                        .map(|n| rate(t, a, n) / rate(t, b, n).max(1.0))
+                        .filter(|&n| rate(t, b, n) > 0.0)
+                        .map(|n| rate(t, a, n) / rate(t, b, n))
                         .collect();
                     ratios.push(Ratio {
                         threads: t,
@@ -194,7 +198,13 @@ impl Report {
             let rs: Vec<&Ratio> = self.ratios.iter().filter(|r| r.threads == t).collect();
             let parts: Vec<String> = rs
                 .iter()
-                .map(|r| format!("vs {} = {:.2}x", r.before, r.median))
+                .map(|r| {
+                    if r.ratios.is_empty() {
+                        format!("vs {} = - (it made no operation)", r.before)
+                    } else {
+                        format!("vs {} = {:.2}x", r.before, r.median)
+                    }
+                })
                 .collect();
             let _ = writeln!(out, "Threads = {t}, {} {}", rs[0].after, parts.join(", "));
         }
@@ -259,5 +269,39 @@ impl Report {
             threads,
             series,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn run(variant: &str, lock: Option<&str>, round: u32, ops: u64) -> ScenarioRun {
+        let out = Outcome {
+            stats: Stats::new(vec![ops], Duration::from_secs(1), 1.0, 2),
+            metrics: Vec::new(),
+            violations: 0,
+        };
+        ScenarioRun::new("s", variant, lock.map(str::to_string), 1.0, round, out)
+    }
+
+    /// A before run that made no operation gives no ratio (as in the bench
+    /// summary), not after's op/s over 1 op/s.
+    #[test]
+    fn a_before_run_without_operations_gives_no_ratio() {
+        let runs = vec![
+            run("before-x", Some("x"), 1, 0),
+            run("after", None, 1, 1000),
+        ];
+        let rep = Report::new("s", 1.0, 1, runs);
+        assert!(rep.ratios[0].ratios.is_empty(), "{:?}", rep.ratios);
+        assert!(
+            rep.summary()
+                .contains("vs before-x = - (it made no operation)"),
+            "{}",
+            rep.summary()
+        );
     }
 }

@@ -57,14 +57,17 @@ fn params(a: &TortureArgs) -> Result<Params, Usage> {
         }
         None => (a.writers.unwrap_or(default), a.readers.unwrap_or(default)),
     };
-    if writers + readers == 0 {
-        return Err(Usage("--writers, --readers: at least one thread".into()));
-    }
-    if writers + readers > MAX_THREADS {
+    let Some(total) = writers.checked_add(readers).filter(|&t| t <= MAX_THREADS) else {
         return Err(Usage(format!(
-            "--writers, --readers: {} threads is more than {MAX_THREADS}",
-            writers + readers
+            "--writers, --readers: more than {MAX_THREADS} threads"
         )));
+    };
+    if writers == 0 || total < 2 {
+        return Err(Usage(
+            "--writers, --readers, --threads: at least one writer and two threads \
+             (with fewer, no lock can fail)"
+                .into(),
+        ));
     }
     if a.nested > MAX_NESTED {
         return Err(Usage(format!(
@@ -110,6 +113,9 @@ pub fn command(a: &TortureArgs) -> Result<(), Failure> {
         }
         a.lock.iter().map(String::as_str).collect()
     };
+    if let Some(path) = &a.json {
+        crate::json::check_writable(path).map_err(Usage)?;
+    }
     let mut records: Vec<Record> = Vec::new();
     for name in names {
         let record = if name == BUSTED {
