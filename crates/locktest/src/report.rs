@@ -126,6 +126,10 @@ pub struct Report {
     pub runs: Vec<RunRecord>,
     /// Per lock and configuration, the summary's numbers.
     pub medians: Vec<MedianRecord>,
+    /// The error that stopped the sweep before its end (`runs` holds the
+    /// runs made before it); absent when the sweep ran to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<String>,
 }
 
 /// What the summary shows for one lock in one configuration.

@@ -155,7 +155,9 @@ impl Plan {
     }
 
     /// Runs the sweep, printing each run to stdout in the seed format.
-    pub fn execute(&self) -> Result<Vec<RunRecord>, String> {
+    /// Runs the sweep: every run made, and the error that stopped it early
+    /// (the runs before it are kept).
+    pub fn execute(&self) -> (Vec<RunRecord>, Option<String>) {
         let bar = if self.quiet {
             ProgressBar::hidden()
         } else {
@@ -185,7 +187,13 @@ impl Plan {
                         .unwrap_or_default();
                     bar.set_message(format!("{} t={}{pct}", info.name, group.threads));
                     self.lockstat.begin();
-                    let measured = bench::run(&cfg).map_err(|e| format!("{}: {e}", info.name))?;
+                    let measured = match bench::run(&cfg) {
+                        Ok(m) => m,
+                        Err(e) => {
+                            bar.finish_and_clear();
+                            return (records, Some(format!("{}: {e}", info.name)));
+                        }
+                    };
                     let mut rec = RunRecord::new(info, &cfg, round, measured);
                     let mut text = self.seed_lines(&rec);
                     let title = format!("{} t={}{pct} round {round}", info.name, group.threads);
@@ -201,7 +209,7 @@ impl Plan {
             }
         }
         bar.finish_and_clear();
-        Ok(records)
+        (records, None)
     }
 
     /// What the summary titles add for the workload.
@@ -240,7 +248,12 @@ pub fn command(args: &BenchArgs) -> Result<(), Failure> {
             Failure::Usage(Usage(format!("cannot create {}: {e}", args.out.display())))
         })?;
     }
-    let runs = plan.execute().map_err(Failure::Run)?;
+    let (runs, stopped) = plan.execute();
+    if let Some(e) = &stopped
+        && runs.is_empty()
+    {
+        return Err(Failure::Run(e.clone()));
+    }
     emit(&report::summary(&runs, plan.rounds, &plan.note()));
 
     let rep = Report {
@@ -257,8 +270,20 @@ pub fn command(args: &BenchArgs) -> Result<(), Failure> {
         lock_stats: plan.lockstat.on(),
         medians: report::medians(&runs),
         runs,
+        stopped_early: stopped.clone(),
     };
     rep.write(&json).map_err(Failure::Run)?;
+    if let Some(e) = stopped {
+        // The runs made are written (no charts: the sweep is incomplete).
+        let made = match rep.runs.len() {
+            1 => "the run before it is".to_string(),
+            n => format!("the {n} runs before it are"),
+        };
+        return Err(Failure::Run(format!(
+            "{e}; the sweep stopped there, and {made} in {}",
+            json.display()
+        )));
+    }
     if !args.quiet {
         eprintln!("locktest: wrote {}", json.display());
     }

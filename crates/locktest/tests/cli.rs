@@ -800,3 +800,38 @@ fn torture_settings_that_cannot_fail_are_refused() {
             .failure();
     }
 }
+
+/// A sweep that fails part-way (here: no memory for the second run's
+/// threads) keeps the runs it made: the JSON holds them and says where it
+/// stopped, and the exit status is a failure.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sweep_that_fails_part_way_writes_the_runs_it_made() {
+    let dir = tempdir("stopped-early");
+    let json = dir.join("results.json");
+    let bin = assert_cmd::cargo::cargo_bin("locktest");
+    // 600 MB of address space: one thread runs, 2000 (2 MiB stacks) cannot
+    // all start.
+    let script = format!(
+        "ulimit -v 600000 && exec '{}' bench --lock pl-mutex --threads 1,2000 \
+         --runtime 0.01 --rounds 1 --quiet --no-plots --json '{}'",
+        bin.display(),
+        json.display()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the run before it is in"), "{stderr}");
+    let text = std::fs::read_to_string(&json).expect("the runs made were not written");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["runs"].as_array().map(Vec::len), Some(1), "{text}");
+    assert!(
+        v["stopped_early"]
+            .as_str()
+            .is_some_and(|s| s.contains("2000")),
+        "{text}"
+    );
+}
