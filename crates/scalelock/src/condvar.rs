@@ -47,7 +47,10 @@
 //! The chain cannot deadlock where a broadcast would not: every waiter in
 //! it needs the same mutex (the one-mutex rule above) before its `wait` can
 //! return, so a waiter that is woken later than a broadcast would have woken
-//! it is only waiting for a mutex it needed anyway.
+//! it is only waiting for a mutex it needed anyway. The price is latency
+//! behind a slow link: waiter k+1 is woken by waiter k, so while waiter k
+//! gets no CPU (preempted or stopped) the rest of the chain waits even if
+//! the mutex is free, where a broadcast would have let them run.
 //!
 //! # State
 //! ```text

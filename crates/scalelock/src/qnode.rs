@@ -6,9 +6,13 @@
 //! std platform hands each thread one node from a global, never-freed table and
 //! recycles it when the thread exits; a kernel would use per-CPU nodes.
 //!
-//! A node is only in use while its owner waits inside `lock()`; once the owner
-//! holds the lock (or has become the pending waiter) nothing refers to it any
-//! more, so lock guards never carry nodes and callers never pass them.
+//! A node is only in use while its owner waits inside `lock()`: a word
+//! waiter that came from the queue keeps its successor linked in its node
+//! until it acquires or gives up; once the owner holds the lock nothing
+//! refers to it any more, so lock guards never carry nodes and callers
+//! never pass them. The owner tells the platform when its wait is over
+//! (`Platform::queue_node_returned`): a lock taken inside the wait (a
+//! global allocator on a lock of this crate) must not get the same node.
 //!
 //! Node memory is never freed while any lock may still name it: a predecessor
 //! may issue a late futex wake on a node whose owner already left; that costs

@@ -26,7 +26,7 @@
 //! | `PENDING` | one thread, the *word waiter*, is first in line | a contender that found neither word waiter nor queue, or a queue head without predecessor; cleared by its owner in the RMW after it acquires, or handed on to its queue successor in that RMW; or, by a timed word waiter that gives up, cleared or handed on in an RMW that finds `GRANTED` clear |
 //! | `HANDOFF` | the word waiter claims the lock: releases reserve it | the word waiter (or a contender that took a reserved lock whose word waiter did not come); cleared with `PENDING`, or when the word waiter hands `PENDING` on |
 //! | `GRANTED` | a release has committed to reserving the lock for the word waiter: `locked` is `RESERVED`, or the releaser stores it next (or a contender that took the reservation clears `GRANTED` next); the word waiter can no longer give up | the releaser, in an RMW that finds `PENDING` (and `HANDOFF`, unless fair); cleared by the RMW of whoever takes the reserved lock |
-//! | `HEAD_PARKED` | a queue head without predecessor sleeps until `PENDING` clears | that head; cleared by the word waiter's acquiring (or giving-up) RMW, which then wakes it |
+//! | `HEAD_PARKED` | a queue head without predecessor sleeps until `PENDING` clears | that head; cleared by the word waiter's acquiring RMW, or by its giving-up RMW when it leaves no successor (a give-up that hands `PENDING` on keeps it: then no head without predecessor exists), which then wakes it |
 //! | `KICK` | a hint to the word waiter: the lock has room for more threads (a contender found it free, and still free a moment later, during the batch) | such a contender, in an RMW that finds `PENDING` set and `HANDOFF` and `KICK` clear; left set by the word waiter that takes the hint up (one kick per batch), cleared by its acquiring or giving-up RMW |
 //! | `tail` | index of the last MCS queue node | `swap` by each newcomer; `cmpxchg -> 0` by the last node leaving; `cmpxchg` back to its predecessor by a last node that gives up |
 //!
@@ -269,9 +269,9 @@
 //! - `tail.swap` is AcqRel: Release publishes our node's reset to the
 //!   successor that will write into it; Acquire makes the predecessor's
 //!   node valid to us.
-//! - `node.next` store Release / load Acquire and `node.state` swap Release
-//!   / load Acquire pass queue position only; no user data flows through
-//!   them.
+//! - `node.next` store Release / taking swap Acquire (its plain loads are
+//!   Relaxed) and `node.state` swap Release / load Acquire pass queue
+//!   position only; no user data flows through them.
 //! - `HEAD_PARKED` is set by a Release RMW and seen by the word waiter's
 //!   Acquire RMW, so the head's parking ticket precedes the wake.
 //! - `GRANTED` is set and tested by Relaxed RMWs: they only decide, in the

@@ -90,7 +90,8 @@ impl<P: Platform> QSpinCore<P> {
                     None => return false,
                 }
             }
-            // No predecessor: the word waiter (if any) never queued.
+            // No predecessor: the word waiter (if any) is not linked to us
+            // (it never queued, or it left the queue behind it).
             None => NODE_FIRST,
         };
         self.lock_from_queue(index, signal, deadline, ev)
