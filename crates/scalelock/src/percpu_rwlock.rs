@@ -904,9 +904,16 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     }
 
     /// One slow read in `pc_clock_every`: re-enable the bias if the
-    /// inhibition window of state `s` is over.
+    /// inhibition window of state `s` is over. Nothing if `s` has `FAST`
+    /// (a counted read that joined the readers in `recursive_read` took
+    /// its state with the bias on): the stamp of a biased state is when
+    /// the bias came back, of a symmetric one the last write, which the
+    /// writers' rules weigh; a CAS here would move it to now.
     #[cold]
     fn reenable_if_due(&self, s: u64) {
+        if s & FAST != 0 {
+            return;
+        }
         let now = P::now_ns();
         if since_stamp(s, now) >= 0 {
             self.reenable(s, now);
@@ -1381,16 +1388,22 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         }
     }
 
-    /// One pass over the slots without waiting: true if no slot names this
-    /// lock (`try_lock_exclusive`, `is_locked`).
+    /// One pass over the slots without waiting: true if no slot holds a
+    /// fast read of this lock (`try_lock_exclusive`, `try_upgrade`,
+    /// `is_locked`, which tests the underlying lock first).
     fn no_fast_readers(&self, state: u64) -> bool {
         let id = state & ID_MASK;
         let table = table_of(state);
         let mut none = true;
         P::reader_slots_in_use(|i| {
-            // Acquire pairs with the readers' Release slot stores.
+            // Acquire pairs with the readers' Release slot stores. A slow
+            // read recorded in a slot (`UNDERLYING`) is the underlying
+            // lock's business, as in `wait_slot`: a try-write holds that
+            // lock exclusively (such a record is stale: its reader is
+            // between the underlying unlock and the slot's clear), and an
+            // upgrade waits for slow readers on it.
             if let Some(slot) = table.slot(i)
-                && slot.word().load(Ordering::Acquire) & ID_MASK == id
+                && slot.word().load(Ordering::Acquire) & (ID_MASK | UNDERLYING) == id
             {
                 none = false;
             }

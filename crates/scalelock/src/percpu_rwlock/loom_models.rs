@@ -184,3 +184,64 @@ fn a_stale_biased_read_vs_a_symmetric_revocation() {
         writer.join().unwrap();
     });
 }
+
+/// The other way out of the symmetric mode: a stale biased read (as in
+/// `a_stale_biased_read_vs_a_symmetric_revocation`: the heavy fence of the
+/// write that switched the lock symmetric lands between its state load and
+/// its slot store) meets a symmetric revocation (a plain SeqCst fence) that
+/// brings the bias back (the symmetric mode's probe; a Xen-style table, so
+/// that the writes in between keep the bias on). Its re-check finds `FAST |
+/// SYM` (steps aside), `SYM` alone (steps aside) or the returned bias, set
+/// by the write's Release store at unlock, after its section: the read
+/// holds only after the write, so the plain fence meeting the read's
+/// compiler fence does no harm. (With the re-check before ac27962, `FAST`
+/// alone, the read would hold on `FAST | SYM` beside the write.)
+#[test]
+fn a_stale_biased_read_vs_a_symmetric_write_that_brings_the_bias_back() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(|| {
+        let table: &'static ReaderTable = Box::leak(Box::new(ReaderTable::with_inhibition(0)));
+        table.force_symmetric();
+        let shared = Arc::new((
+            RawPerCpuRwLock::<CompilerFenceLight>::with_table(table),
+            loom::cell::UnsafeCell::new(0usize),
+        ));
+        let t = shared.0.lock_shared();
+        // SAFETY: from `lock_shared` above.
+        unsafe { shared.0.unlock_shared(t) };
+        let stale = shared.0.state.load(Ordering::Relaxed);
+        assert_eq!(stale & (FAST | SYM), FAST);
+        // The write whose heavy fence lands here (biased -> symmetric,
+        // forced), then a symmetric write that does not probe (the first
+        // symmetric revocation of the table).
+        for _ in 0..2 {
+            let w = shared.0.lock_exclusive();
+            assert_eq!(w.next & (FAST | SYM), FAST | SYM);
+            // SAFETY: from `lock_exclusive` above.
+            unsafe { shared.0.unlock_exclusive(w) };
+        }
+        let writer = {
+            let shared = shared.clone();
+            thread::spawn(move || {
+                let w = shared.0.lock_exclusive();
+                // The second symmetric revocation probes: biased at unlock.
+                assert_eq!(w.next & (FAST | SYM), FAST);
+                // SAFETY: exclusive lock held.
+                shared.1.with_mut(|d| unsafe { *d += 1 });
+                // SAFETY: from `lock_exclusive` above.
+                unsafe { shared.0.unlock_exclusive(w) };
+            })
+        };
+        LIGHT_IS_COMPILER_FENCE.with(|c| c.set(true));
+        let got = shared.0.try_read_slot_as::<false>(stale);
+        LIGHT_IS_COMPILER_FENCE.with(|c| c.set(false));
+        if let Some(slot) = got {
+            // SAFETY: shared lock held.
+            let _ = shared.1.with(|d| unsafe { *d });
+            // SAFETY: the read above got the lock on this thread's slot.
+            unsafe { shared.0.unlock_shared(PerCpuReadToken::slot(slot)) };
+        }
+        writer.join().unwrap();
+    });
+}

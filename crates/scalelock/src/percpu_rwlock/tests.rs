@@ -1886,3 +1886,88 @@ fn a_read_that_chose_the_light_fence_steps_aside_from_a_symmetric_lock() {
         );
     }
 }
+
+/// A counted read of a lock whose bias is on (the thread's slot is busy
+/// with a fast read of another lock of the table, and the thread holds a
+/// counted read, so the read joins the underlying readers in
+/// `recursive_read`) must not restamp the state when it samples the clock:
+/// a biased state's stamp is when the bias came back (the keep rule's
+/// `on_for`), a symmetric one's the last write (the gap rule), and
+/// `reenable_if_due` is for inhibited states.
+#[test]
+fn a_counted_read_of_a_biased_lock_leaves_its_stamp() {
+    if cfg!(miri) {
+        return;
+    }
+    static STAMPED_A: ReaderTable = ReaderTable::new();
+    static STAMPED_BC: ReaderTable = ReaderTable::new();
+    let a = inhibited(&STAMPED_A);
+    let b = SteppedRaw::with_table(&STAMPED_BC);
+    let c = SteppedRaw::with_table(&STAMPED_BC);
+    // b's first (a thread's first read gets its slot on the slow path,
+    // which would join the underlying readers if it held counted reads).
+    let tb = b.lock_shared();
+    assert!(SteppedRaw::took_fast_path(&tb), "b's read holds the slot");
+    let ta = a.lock_shared();
+    assert!(counted(&ta), "an inhibited read is counted");
+    let before = c.state.load(O::Relaxed);
+    assert_eq!(before & (FAST | SYM), FAST, "biased");
+    // More than `pc_clock_every` reads: one of them samples the clock.
+    for _ in 0..2 * TUNING.pc_clock_every {
+        let t = c.lock_shared();
+        assert!(counted(&t), "c's read joins the underlying readers");
+        // SAFETY: from `lock_shared` above.
+        unsafe { c.unlock_shared(t) };
+    }
+    let after = c.state.load(O::Relaxed);
+    // SAFETY: tokens from these locks on this thread.
+    unsafe {
+        b.unlock_shared(tb);
+        a.unlock_shared(ta);
+    }
+    assert_eq!(
+        after, before,
+        "a counted read restamped a biased state ({before:#x} -> {after:#x})"
+    );
+}
+
+/// A slow read recorded in the slot (`UNDERLYING`) is the underlying
+/// lock's business (`wait_slot` ignores it), also for the one-pass scan of
+/// `try_lock_exclusive`: between `unlock_shared_recorded`'s release of the
+/// underlying read and its clear of the slot (emulated here: the reader
+/// preempted there) a try-write must not fail (after a heavy fence) on the
+/// stale record.
+#[test]
+fn a_try_write_ignores_a_released_slow_read_record() {
+    let raw = Raw::with_table(&XEN);
+    let w = raw.lock_exclusive();
+    // SAFETY: from `lock_exclusive` above.
+    let r = unsafe { raw.downgrade(w) };
+    let slot = r.slot.expect("recorded in the thread's free slot");
+    assert!(!core::ptr::eq(slot, listed_marker()));
+    let word = slot.word().load(O::Relaxed);
+    assert_ne!(word & UNDERLYING, 0, "a slow read recorded in the slot");
+    assert_ne!(
+        raw.state.load(O::Relaxed) & FAST,
+        0,
+        "Xen: the bias is back"
+    );
+    // `unlock_shared_recorded`'s first half: the underlying read goes...
+    raw.unlock_underlying(false);
+    // ... and a try-write comes before the slot's clear.
+    let got = raw.try_lock_exclusive();
+    let ok = got.is_some();
+    if let Some(w) = got {
+        // SAFETY: from `try_lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+    }
+    // The second half, and the hold's record.
+    slot.word().store(0, O::Relaxed);
+    r.held.release(raw.addr());
+    assert!(ok, "try_lock_exclusive failed on a stale UNDERLYING record");
+    assert!(raw.try_lock_exclusive().is_some_and(|w| {
+        // SAFETY: from `try_lock_exclusive`.
+        unsafe { raw.unlock_exclusive(w) };
+        true
+    }));
+}
