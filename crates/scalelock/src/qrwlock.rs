@@ -21,7 +21,7 @@
 //! | `PARKED` | the `wait_lock` holder sleeps in `Platform::wait` on this word | the `wait_lock` holder only | the same thread only |
 //! | `QUIET` | the `wait_lock` holder waits out the running threads' batch (see "Fair and fast: batches"): fast paths still take the lock | the `wait_lock` holder, on starting to wait | the same thread, by the RMW that claims the lock (or, giving up at its deadline, that leaves) |
 //! | `HANDOFF` | a fair unlock ended the batch: fast paths must not take the lock; only ever set together with `QUIET` | a fair unlock, in its releasing RMW (only while `QUIET` is set) | the `QUIET` owner, in the same RMW that clears `QUIET` |
-//! | `TURN` | the number (1 to 3) of the turn the last claimant took (see "Turns"): writers other than its holder queue; 0: no turn | the `wait_lock` holder, in the RMW that claims the lock (as a reader or a writer) | the next claim (which sets the next number), an upgrade (the RMW that sets `W_WAITING`, or its `cmpxchg` to `W_LOCKED`), or any writer taking `W_LOCKED` from a word of nothing but `TURN` when nobody waits for `wait_lock` |
+//! | `TURN` | the number (1 to 3) of the turn the last claimant took (see "Turns"): writers other than its holder queue; 0: no turn | the `wait_lock` holder, in the RMW that claims the lock (as a reader or a writer) | the next claim (which sets the next number), an upgrade (the RMW that sets `W_WAITING`, or its `cmpxchg` to `W_LOCKED`), or any writer taking `W_LOCKED` from a word of nothing but `TURN` when nobody waits for `wait_lock`; a timed claimant or upgrader that gives up puts back the number its claim (or its `W_WAITING`) replaced |
 //! | count | readers holding the lock, plus readers that are about to find out they must queue (they undo their increment) | `fetch_add` by readers | `fetch_sub` by readers |
 //!
 //! Bit 31 (`READER_OVERFLOW`) is the top of the reader count: readers refuse
@@ -181,11 +181,16 @@
 //! `qspinlock`), the batch wait ends at the deadline, and the wait on the
 //! word gives up there. Giving up undoes exactly what the acquirer had set,
 //! all of which only the `wait_lock` holder sets or clears (invariants 1
-//! and 2): its reader increment (as an undo: `fetch_sub`, waking a parked
-//! waiter if due), `QUIET` and `HANDOFF` (in the RMW that would have
-//! claimed the lock), `W_WAITING` and its own `PARKED` (one RMW), while it
-//! still holds `wait_lock`; then it releases `wait_lock`. Readers that
-//! queued behind its `W_WAITING` proceed once they get `wait_lock`.
+//! and 2): `QUIET` and `HANDOFF` (in the RMW that would have claimed the
+//! lock), `W_WAITING` and its own `PARKED` (one RMW, which also puts back
+//! the `TURN` that setting `W_WAITING` ended), or, after a reader's claim,
+//! its `PARKED` and the `TURN` its claim replaced, while it still holds
+//! `wait_lock`; then it releases `wait_lock`, and a reader takes its
+//! increment back out (as an undo: `fetch_sub`, waking a parked waiter if
+//! due; after `wait_lock`, which the lock may not outlive once the
+//! increment is gone). The turn is the claimant's (`ClaimedTurn`) only
+//! once it holds the lock. Readers that queued behind its `W_WAITING`
+//! proceed once they get `wait_lock`.
 //! (parking_lot's #465 was a timed-out writer clearing its parked bit while
 //! a concurrent unlock could clear it too; here wakers never clear
 //! `PARKED`.) A timed `try_upgrade_for` that gives up is still the
@@ -194,7 +199,8 @@
 //! ends (readers that come after the give-up enter beside it as usual).
 //! An upgradable reader whose timed upgrade failed must therefore not wait
 //! for another reader of the same lock. The untimed paths pass
-//! `Deadline::NEVER` and never read the clock.
+//! `Deadline::NEVER`, which never reads the clock (their batches and turns
+//! still do).
 //!
 //! # Waiting (16 threads on 2 cores)
 //! Once it has claimed the lock (after its quiet wait, see above), the one
@@ -228,8 +234,10 @@
 //!   Every write to the word is an RMW, so each release heads a release
 //!   sequence that reaches every later acquirer: a writer synchronizes with
 //!   all readers before it, and readers with the writer before them.
-//! - Undoing a reader increment, setting `W_WAITING`, `PARKED` and `QUIET`
-//!   are Relaxed: they publish no data; `wait_lock`
+//! - Setting (and, giving up, clearing) `W_WAITING`, `PARKED`, `QUIET`
+//!   and `TURN` is Relaxed: it publishes no data (undoing a reader
+//!   increment is a reader's release, Release, though an undo publishes
+//!   nothing either); `wait_lock`
 //!   (Acquire/Release) orders the queued waiters among themselves. Claims
 //!   that take the lock (the reader's increment, the writer's `W_LOCKED`) are
 //!   Acquire `cmpxchg`s; all of them are RMWs, so release sequences pass
@@ -493,11 +501,12 @@ impl<P: Platform> QRwCore<P> {
             // see now. (Without this look, a fair unlock between the load
             // above and the ticket went unseen: its wake-up came before the
             // ticket, and we slept the rest of a poll, up to the batch.)
-            // Only `HANDOFF`: a free lock is not what wakes us (the next
-            // poll sees it, as before).
+            // A free lock too: a turn's holder whose turn is over leaves it
+            // free and wakes us (`Turn::Over`) without a bit to see; the
+            // loop's top settles it first, as any free lock.
             let ticket = parking::prepare(self.addr());
             v = self.cnts.load(Ordering::Relaxed);
-            if v & HANDOFF != 0 {
+            if v & HANDOFF != 0 || free(v) {
                 continue;
             }
             // Stay off the line the running threads write, for the rest of
@@ -591,13 +600,27 @@ impl<P: Platform> QRwCore<P> {
     /// `ONE_READER`) in the count: wait for everyone else to leave, then
     /// take `W_LOCKED` (clearing `W_WAITING`, `PARKED` and `own`; setting
     /// `turn`, 0 or our new `TURN`). False once `deadline` passed:
-    /// `W_WAITING` and `PARKED` (ours) are cleared again, `own` stays.
-    fn take_from_waiting(&self, own: u32, turn: u32, deadline: Deadline, ev: Events) -> bool {
+    /// `W_WAITING` and `PARKED` (ours) are cleared again, `own` stays, and
+    /// `TURN` is `replaced` again (the turn that the RMW which set
+    /// `W_WAITING` ended), as if we had never come.
+    fn take_from_waiting(
+        &self,
+        own: u32,
+        turn: u32,
+        replaced: u32,
+        deadline: Deadline,
+        ev: Events,
+    ) -> bool {
         loop {
             let Some(v) = self.wait_word(|v| v & !PARKED == W_WAITING | own, deadline, ev) else {
-                // Only we (the wait_lock holder) set or clear them.
-                self.cnts
-                    .fetch_and(!(W_WAITING | PARKED), Ordering::Relaxed);
+                // Only we (the wait_lock holder) set or clear them, and
+                // nobody sets `TURN` under our `W_WAITING` (invariant 2).
+                let _ = self
+                    .cnts
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                        debug_assert_eq!(v & TURN, 0, "a turn taken under W_WAITING");
+                        Some(v & !(W_WAITING | PARKED) | replaced)
+                    });
                 return false;
             };
             // Acquire pairs with the Release of the readers and writer that
@@ -676,7 +699,7 @@ impl<P: Platform> QRwCore<P> {
         // writer's Release unlock (when it is already gone); otherwise
         // `wait_writer_exit` acquires.
         let mut v = self.wait_batch(|v| v & W_LOCKED == 0, deadline, ev);
-        let old = loop {
+        let (old, turn) = loop {
             let (new, leaving) = if v & W_LOCKED != 0 && deadline.passed::<P>() {
                 // Out of time with a writer inside: leave, dropping our
                 // QUIET and HANDOFF.
@@ -697,10 +720,7 @@ impl<P: Platform> QRwCore<P> {
                     self.wait_lock.release(false);
                     return false;
                 }
-                Ok(old) => {
-                    batch::claim_turn::<P>(self.addr(), new & TURN);
-                    break old;
-                }
+                Ok(old) => break (old, new & TURN),
                 Err(now) => v = now,
             }
         };
@@ -713,6 +733,20 @@ impl<P: Platform> QRwCore<P> {
             reader_overflow();
         }
         let acquired = self.wait_writer_exit(old, deadline, ev);
+        if acquired {
+            // The turn is ours once we are in (as a writer's, after its
+            // drain).
+            batch::claim_turn::<P>(self.addr(), turn);
+        } else {
+            // Out of time: the turn our claim replaced comes back. Nobody
+            // else changes `TURN` meanwhile: claims and upgrades need
+            // `wait_lock`, and a writer needs a word without readers.
+            let _ = self
+                .cnts
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                    Some(v & !TURN | old & TURN)
+                });
+        }
         self.release_wait_lock_after_claim();
         if !acquired {
             // Out of time: our increment goes (after `wait_lock`, as above).
@@ -945,7 +979,9 @@ impl<P: Platform> QRwCore<P> {
             let (new, outcome) = if rest == 0 {
                 (W_LOCKED | turn, Some(true))
             } else if deadline.passed::<P>() {
-                (rest, Some(false))
+                // Out of time: leave, dropping our QUIET and HANDOFF
+                // (and nothing else: the turn stays whoever's it was).
+                (v & !(QUIET | HANDOFF), Some(false))
             } else {
                 (rest | W_WAITING, None)
             };
@@ -955,8 +991,8 @@ impl<P: Platform> QRwCore<P> {
                 .compare_exchange_weak(v, new, Ordering::Acquire, Ordering::Relaxed)
             {
                 Ok(_) => {
-                    let taken =
-                        outcome.unwrap_or_else(|| self.take_from_waiting(0, turn, deadline, ev));
+                    let taken = outcome
+                        .unwrap_or_else(|| self.take_from_waiting(0, turn, v & TURN, deadline, ev));
                     if taken {
                         batch::claim_turn::<P>(self.addr(), turn);
                     }
@@ -1157,15 +1193,18 @@ impl<P: Platform> QRwCore<P> {
 
     /// An upgradable reader starts to upgrade: sets `W_WAITING` (newcomer
     /// readers now queue, behind us on `wait_lock`) and ends any `TURN`
-    /// (from now on the word is ours to wait on: `take_from_waiting`).
+    /// (from now on the word is ours to wait on: `take_from_waiting`),
+    /// which it returns (a timed upgrade that gives up puts it back).
     /// Relaxed, as setting `W_WAITING` elsewhere.
     #[inline]
-    fn start_upgrade(&self) {
-        let _ = self
+    fn start_upgrade(&self) -> u32 {
+        let old = self
             .cnts
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
                 Some(v & !TURN | W_WAITING)
-            });
+            })
+            .unwrap_or_else(|v| v);
+        old & TURN
     }
 
     /// Completes `try_upgrade_keeping_queue`: releases `wait_lock`.
@@ -1226,8 +1265,9 @@ unsafe impl<P: Platform> RawRwLockUpgrade for QRwCore<P> {
     }
 
     unsafe fn upgrade(&self, guard: WaitGuard<P>) -> GuardSend {
-        self.start_upgrade();
-        let upgraded = self.take_from_waiting(ONE_READER, 0, Deadline::NEVER, Events::NONE);
+        let replaced = self.start_upgrade();
+        let upgraded =
+            self.take_from_waiting(ONE_READER, 0, replaced, Deadline::NEVER, Events::NONE);
         debug_assert!(upgraded);
         // An upgradable guard stands for the held `wait_lock`.
         let _ = guard;
@@ -1704,6 +1744,110 @@ mod tests {
     }
 
     std::thread_local! {
+        /// The word `TurnOverMidPoll` plays a turn holder's leaving on, at
+        /// its next clock reading, once armed (0: none).
+        static TURN_OVER_WORD: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+        /// Sleeps so far; sleeps after the simulated leaving.
+        static TURN_OVER_SLEEPS: core::cell::Cell<(u32, u32)> = const { core::cell::Cell::new((0, 0)) };
+        /// Whether the simulated leaving happened.
+        static TURN_OVER_FIRED: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    }
+
+    /// As `HandoffMidPoll`, but what the armed clock reading plays is a
+    /// turn holder whose turn is over (`Turn::Over`): its unlock (a plain
+    /// one: `W_LOCKED` off) and, at its next write, the wake-up of the
+    /// quiet waiter's sleep (it queues then, leaving the lock free).
+    #[derive(Debug)]
+    struct TurnOverMidPoll;
+
+    // SAFETY: the std platform's thread-local state; nothing here waits
+    // (the test's waiter is the only thread, and its sleeps only count).
+    unsafe impl Platform for TurnOverMidPoll {
+        fn relax() {}
+        fn yield_now() {}
+        fn now_ns() -> u64 {
+            let word = TURN_OVER_WORD.with(|w| w.replace(0));
+            if word != 0 {
+                // SAFETY: the test's lock word, alive for the whole test.
+                let cnts = unsafe { &*(word as *const AtomicU32) };
+                cnts.fetch_sub(W_LOCKED, Ordering::Release);
+                crate::wait::parking::unpark_all::<TurnOverMidPoll>(word);
+                TURN_OVER_FIRED.with(|f| f.set(true));
+            }
+            MID_POLL_CLOCK.with(|c| {
+                c.set(c.get() + 1);
+                c.get()
+            })
+        }
+        fn wait(_: &AtomicU32, _: u32) {}
+        fn wait_timeout(_: &AtomicU32, _: u32, _: u64) {
+            let fired = TURN_OVER_FIRED.with(core::cell::Cell::get);
+            TURN_OVER_SLEEPS.with(|s| {
+                let (all, after) = s.get();
+                s.set((all + 1, after + u32::from(fired)));
+            });
+        }
+        fn wake_one(_: &AtomicU32) {}
+        fn wake_all(_: &AtomicU32) {}
+        fn light_fence() {
+            crate::sync::atomic::fence(Ordering::SeqCst)
+        }
+        fn heavy_fence() {
+            crate::sync::atomic::fence(Ordering::SeqCst)
+        }
+        fn with_local<R>(f: impl FnOnce(&crate::platform::LocalState) -> R) -> Option<R> {
+            crate::platform::StdPlatform::with_local(f)
+        }
+        fn queue_node() -> Option<crate::qnode::NodeIndex> {
+            None
+        }
+        fn node(_: crate::qnode::NodeIndex) -> &'static crate::qnode::QNode {
+            unreachable!("no nodes are handed out")
+        }
+        fn cpu_id() -> usize {
+            0
+        }
+        fn cpu_count() -> usize {
+            1
+        }
+    }
+
+    /// A turn holder whose turn is over wakes the quiet waiter "which finds
+    /// the lock free and claims it" (module docs, "Turns"). Its unlock and
+    /// wake-up between the waiter's last look and its parking ticket must
+    /// not leave the waiter asleep for the rest of its poll (up to the
+    /// batch's end) while the lock stays free and the holder queues.
+    #[test]
+    fn a_turn_holder_leaving_before_the_ticket_is_seen_before_the_sleep() {
+        std::thread::spawn(|| {
+            let lock: QRwCore<TurnOverMidPoll> = QRwCore::new();
+            // The turn's holder writes.
+            lock.cnts.store(TURN_ONE | W_LOCKED, Ordering::Relaxed);
+            let addr = &lock.cnts as *const AtomicU32 as usize;
+            let v = {
+                let armed = core::cell::Cell::new(false);
+                let free = |v: u32| {
+                    if !armed.get() && TURN_OVER_SLEEPS.with(|s| s.get().0) >= 2 {
+                        armed.set(true);
+                        TURN_OVER_WORD.with(|w| w.set(addr));
+                    }
+                    v & !(QUIET | HANDOFF | TURN) == 0
+                };
+                lock.wait_batch(free, Deadline::NEVER, Events::NONE)
+            };
+            assert!(
+                TURN_OVER_FIRED.with(core::cell::Cell::get),
+                "the holder left"
+            );
+            assert_eq!(v & W_LOCKED, 0, "the waiter returned with the lock free");
+            let (_, after) = TURN_OVER_SLEEPS.with(core::cell::Cell::get);
+            assert_eq!(after, 0, "slept after the wake-up it had not seen");
+        })
+        .join()
+        .unwrap();
+    }
+
+    std::thread_local! {
         /// The word `FairUnlockMidSpin` plays a writer's fair unlock on, at
         /// its next relax (0: none).
         static MID_SPIN_WORD: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
@@ -1775,6 +1919,145 @@ mod tests {
             lock.cnts.load(Ordering::Relaxed),
             QUIET | HANDOFF | ONE_READER
         );
+    }
+
+    std::thread_local! {
+        /// `SteppedClock`'s clock (ns), moved `STEP_NS` per reading.
+        static STEPPED_CLOCK: core::cell::Cell<u64> = const { core::cell::Cell::new(1 << 40) };
+    }
+
+    /// What `SteppedClock`'s clock moves per reading.
+    const STEP_NS: u64 = 10_000;
+
+    /// The std platform's thread-local state, with a clock that moves
+    /// `STEP_NS` per reading, and waits and sleeps that return at once
+    /// (spurious returns, as the contract allows): a timed acquisition by
+    /// a single thread, against a word the test sets up, runs out its
+    /// batch and then its deadline deterministically.
+    #[derive(Debug)]
+    struct SteppedClock;
+
+    // SAFETY: the std platform's thread-local state; nothing here waits
+    // (each test's acquirer is the only thread on its lock).
+    unsafe impl Platform for SteppedClock {
+        fn relax() {}
+        fn yield_now() {}
+        fn sleep_ns(_: u64) {}
+        fn now_ns() -> u64 {
+            STEPPED_CLOCK.with(|c| {
+                c.set(c.get() + STEP_NS);
+                c.get()
+            })
+        }
+        fn wait(_: &AtomicU32, _: u32) {}
+        fn wait_timeout(_: &AtomicU32, _: u32, _: u64) {}
+        fn wake_one(_: &AtomicU32) {}
+        fn wake_all(_: &AtomicU32) {}
+        fn light_fence() {
+            crate::sync::atomic::fence(Ordering::SeqCst)
+        }
+        fn heavy_fence() {
+            crate::sync::atomic::fence(Ordering::SeqCst)
+        }
+        fn with_local<R>(f: impl FnOnce(&crate::platform::LocalState) -> R) -> Option<R> {
+            crate::platform::StdPlatform::with_local(f)
+        }
+        fn queue_node() -> Option<crate::qnode::NodeIndex> {
+            None
+        }
+        fn node(_: crate::qnode::NodeIndex) -> &'static crate::qnode::QNode {
+            unreachable!("no nodes are handed out")
+        }
+        fn cpu_id() -> usize {
+            0
+        }
+        fn cpu_count() -> usize {
+            1
+        }
+    }
+
+    /// A deadline `ns` from now on `SteppedClock`.
+    fn stepped_deadline(ns: u64) -> Deadline {
+        Deadline::at(SteppedClock::now_ns() + ns)
+    }
+
+    /// A timed reader that claims the lock while a writer is inside (its
+    /// batch ends first) and then runs out of time waiting for the writer
+    /// leaves the word as it found it: no reader increment, no `PARKED`,
+    /// and no `TURN` of its claim; nor does it hold that turn.
+    #[test]
+    fn a_timed_reader_that_gives_up_after_its_claim_leaves_no_turn() {
+        std::thread::spawn(|| {
+            let lock: QRwCore<SteppedClock> = QRwCore::new();
+            lock.cnts.store(W_LOCKED, Ordering::Relaxed);
+            // 50 ms: far past the 1 ms batch.
+            let deadline = stepped_deadline(50_000_000);
+            assert!(!lock.lock_shared_until(|| {}, || deadline, Events::NONE));
+            assert_eq!(
+                lock.cnts.load(Ordering::Relaxed),
+                W_LOCKED,
+                "the reader that gave up left something"
+            );
+            assert_eq!(
+                batch::turn_of::<SteppedClock>(lock.addr(), TURN_ONE),
+                Turn::Theirs
+            );
+            assert!(!lock.wait_lock.is_wanted());
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// A timed writer that gives up leaves another thread's turn as it
+    /// found it: both when it runs out of time waiting out the batch (its
+    /// claim would have been its leaving RMW) and when it runs out of time
+    /// draining the readers (`W_WAITING`, whose RMW ended the turn).
+    #[test]
+    fn a_timed_writer_that_gives_up_leaves_the_turn_it_found() {
+        // 200 us: within the batch; 50 ms: past it, while draining.
+        for within in [200_000, 50_000_000] {
+            std::thread::spawn(move || {
+                let lock: QRwCore<SteppedClock> = QRwCore::new();
+                // Another thread's turn 1, and a reader inside.
+                lock.cnts.store(TURN_ONE | ONE_READER, Ordering::Relaxed);
+                let deadline = stepped_deadline(within);
+                assert!(!lock.lock_exclusive_until(|| {}, || deadline, Events::NONE));
+                assert_eq!(
+                    lock.cnts.load(Ordering::Relaxed),
+                    TURN_ONE | ONE_READER,
+                    "the writer that gave up ({within} ns) changed the word"
+                );
+                assert!(!lock.wait_lock.is_wanted());
+            })
+            .join()
+            .unwrap();
+        }
+    }
+
+    /// A timed upgrade that gives up (another reader stays inside) leaves
+    /// the word as it found it, the turn included: still the upgradable
+    /// read, nothing else.
+    #[test]
+    fn a_timed_upgrade_that_gives_up_leaves_the_turn_it_found() {
+        std::thread::spawn(|| {
+            let lock: QRwCore<SteppedClock> = QRwCore::new();
+            // As if we held an upgradable read (`wait_lock` and a reader),
+            // beside another reader, after a claim's turn 2.
+            lock.wait_lock.lock(Events::NONE);
+            lock.cnts
+                .store((2 * TURN_ONE) | (2 * ONE_READER), Ordering::Relaxed);
+            let deadline = stepped_deadline(50_000_000);
+            // SAFETY: we stand for an upgradable reader (above).
+            assert!(!unsafe { lock.upgrade_until_keeping_queue(deadline, Events::NONE) });
+            assert_eq!(
+                lock.cnts.load(Ordering::Relaxed),
+                (2 * TURN_ONE) | (2 * ONE_READER),
+                "the upgrade that gave up changed the word"
+            );
+            lock.wait_lock.release(false);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use lock_api::{
     GuardSend, Mutex, MutexGuard, RawCondvar, RawMutex, RawMutexFair, RawRwLock,
-    RawRwLockDowngrade, RawRwLockUpgrade, RwLock, RwLockUpgradableReadGuard, RwLockWriteGuard,
+    RawRwLockDowngrade, RawRwLockUpgrade, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard,
+    RwLockWriteGuard,
 };
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
 use shuttle::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -484,6 +485,92 @@ fn qrwlock_readers_writers() {
         };
         rw_mixed(QRwLock::new, mix)
     });
+}
+
+/// Six threads on one `QRwLock`, most of their acquisitions timed
+/// (timeouts of zero to a few model clock steps, so they give up at random
+/// points: queued on `wait_lock`, waiting out a batch, draining readers,
+/// waiting for a writer, upgrading), some releases fair: exclusion holds,
+/// every write counted lands, and the lock ends idle with nothing left in
+/// its word or its queue (a turn number may stay).
+fn qrwlock_timed_body() {
+    let lock = Arc::new(QRwLock::new(Pair::default()));
+    let inside = Arc::new(Inside::new());
+    let writes = Arc::new(AtomicU64::new(0));
+    {
+        let (lock, inside, writes) = (lock.clone(), inside.clone(), writes.clone());
+        spawn_join(6, move |i| {
+            let l = &*lock;
+            for op in 0..3 {
+                let timeout = Duration::from_nanos(((i + op) % 4) as u64 * 3_000);
+                match (i + op) % 5 {
+                    0 => {
+                        if let Some(g) = l.try_read_for(timeout) {
+                            inside.read(|| check(&g));
+                            if i % 2 == 0 {
+                                RwLockReadGuard::unlock_fair(g);
+                            }
+                        }
+                    }
+                    1 => {
+                        if let Some(mut g) = l.try_write_for(timeout) {
+                            inside.write(|| bump(&mut g));
+                            writes.fetch_add(1, Ordering::SeqCst);
+                            if i % 2 == 1 {
+                                RwLockWriteGuard::unlock_fair(g);
+                            }
+                        }
+                    }
+                    2 => {
+                        if let Some(u) = l.try_upgradable_read_for(timeout) {
+                            inside.read(|| check(&u));
+                            if let Ok(mut g) =
+                                RwLockUpgradableReadGuard::try_upgrade_for(u, timeout)
+                            {
+                                inside.write(|| bump(&mut g));
+                                writes.fetch_add(1, Ordering::SeqCst);
+                            }
+                        }
+                    }
+                    3 => {
+                        let mut g = l.write();
+                        inside.write(|| bump(&mut g));
+                        writes.fetch_add(1, Ordering::SeqCst);
+                        if i % 2 == 0 {
+                            RwLockWriteGuard::unlock_fair(g);
+                        }
+                    }
+                    _ => {
+                        let g = l.read();
+                        inside.read(|| check(&g));
+                    }
+                }
+            }
+        });
+    }
+    let n = writes.load(Ordering::SeqCst);
+    let l = &*lock;
+    let g = l.read();
+    assert_eq!((g.a, g.b), (n, n), "lost write");
+    drop(g);
+    // SAFETY: only reads the state for its Debug output.
+    let state = format!("{:?}", unsafe { l.raw() });
+    let idle = (0..4).any(|turn| {
+        state
+            == format!(
+                "RawQRwLock {{ readers: 0, write_locked: false, write_waiting: false, \
+                 parked: false, quiet: false, handoff: false, turn: {turn}, wait_lock: \
+                 RawQSpinLock {{ locked: \"free\", pending: false, handoff: false, \
+                 granted: false, head_parked: false, tail: 0 }} }}"
+            )
+    });
+    assert!(idle, "left dirty: {state}");
+    assert!(l.try_write().is_some(), "free lock refuses try_write");
+}
+
+#[test]
+fn qrwlock_timed_waiters_give_up() {
+    explore(4_000, 4_000, qrwlock_timed_body);
 }
 
 #[test]

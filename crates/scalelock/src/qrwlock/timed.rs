@@ -116,10 +116,11 @@ impl<P: Platform> QRwCore<P> {
         deadline: Deadline,
         ev: Events,
     ) -> bool {
-        self.start_upgrade();
-        // False: W_WAITING and our PARKED are gone again; our reader count
-        // and `wait_lock` stay: still the upgradable reader.
-        self.take_from_waiting(ONE_READER, 0, deadline, ev)
+        let replaced = self.start_upgrade();
+        // False: W_WAITING and our PARKED are gone again, and the turn
+        // that `start_upgrade` ended is back; our reader count and
+        // `wait_lock` stay: still the upgradable reader.
+        self.take_from_waiting(ONE_READER, 0, replaced, deadline, ev)
     }
 
     /// Releases an upgradable read fairly: `wait_lock` to the next queued
