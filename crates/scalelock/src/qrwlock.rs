@@ -855,23 +855,37 @@ impl<P: Platform> QRwCore<P> {
     }
 
     /// The upgradable-read acquisition; `contended` as in
-    /// `lock_shared_hooked` (called if the queue lock is taken), `ev` too.
+    /// `lock_shared_hooked` (called, once, if the queue lock is taken or a
+    /// writer holds the lock), `ev` too.
     pub(crate) fn lock_upgradable_hooked(&self, contended: impl FnOnce(), ev: Events) {
+        let mut contended = Some(contended);
         if !self.wait_lock.try_lock_fast() {
-            contended();
+            if let Some(c) = contended.take() {
+                c();
+            }
             self.wait_lock.lock_slow(ev);
         }
-        let acquired = self.join_as_upgradable(Deadline::NEVER, ev);
+        let acquired = self.join_as_upgradable(Deadline::NEVER, ev, || {
+            if let Some(c) = contended.take() {
+                c();
+            }
+        });
         debug_assert!(acquired);
     }
 
     /// Holding `wait_lock`: adds our reader and waits for a writer inside to
-    /// leave. True holding the upgradable read; false once `deadline`
-    /// passed, with `wait_lock` released and nothing of ours left.
+    /// leave (`contended` is called first if there is one). True holding
+    /// the upgradable read; false once `deadline` passed, with `wait_lock`
+    /// released and nothing of ours left.
     #[inline]
-    fn join_as_upgradable(&self, deadline: Deadline, ev: Events) -> bool {
+    fn join_as_upgradable(&self, deadline: Deadline, ev: Events, contended: impl FnOnce()) -> bool {
         // Acquire pairs with the last writer's Release unlock.
         let old = self.cnts.fetch_add(ONE_READER, Ordering::Acquire);
+        if old & W_LOCKED != 0 && old & READER_OVERFLOW == 0 {
+            // A writer holds the lock: we wait for it (statistics: this
+            // acquisition is contended, and its wait starts now).
+            contended();
+        }
         let acquired = old & READER_OVERFLOW == 0 && self.wait_writer_exit(old, deadline, ev);
         if acquired {
             return true;

@@ -150,6 +150,37 @@ fn hold_tails_with_parks_are_not_a_lock_type_problem() {
 }
 
 #[test]
+fn a_median_hold_under_short_hold_ns_is_short_whatever_the_tail() {
+    // 90% of the holds take 600 ns, under SHORT_HOLD_NS (1 us): the median
+    // is short. A tail of 5 us holds must not make it long (the median's
+    // bucket, [512 ns, 1 us), has 1023 ns for its upper bound).
+    let mut holds = vec![600u64; 90];
+    holds.extend([5_000; 10]);
+    let a = advice_for(class(
+        LockKind::QRwLock,
+        50_000,
+        50_000,
+        (3_000, 4_000),
+        &holds,
+    ));
+    assert_eq!(a.recommendation, Recommendation::QSpinLock, "{a}");
+}
+
+#[test]
+fn a_p99_hold_under_long_hold_p99_ns_is_not_a_long_tail() {
+    // The 99th percentile hold is 70 us, under LONG_HOLD_P99_NS (100 us);
+    // one hold in 100 takes 10 ms. Its bucket, [65.5 us, 131 us), must not
+    // count as a p99 of 131 us.
+    let mut holds = vec![200u64; 95];
+    holds.extend([70_000; 4]);
+    holds.push(10_000_000);
+    let mut c = class(LockKind::QSpinLock, 0, 100_000, (0, 5_000), &holds);
+    c.events.parks = 1_000;
+    let a = advice_for(c);
+    assert_ne!(a.recommendation, Recommendation::FixLongHolds, "{a}");
+}
+
+#[test]
 fn percpu_with_frequent_writes_wants_qrwlock() {
     let mut c = class(LockKind::PerCpuRwLock, 90_000, 10_000, (0, 100), &[40; 100]);
     c.events.revocations = TimeStats::from_samples(&[16_000; 50]);

@@ -194,6 +194,34 @@ fn qrwlock_counts_reads_and_writes_apart() {
     assert_eq!((st.read.contended, st.write.contended), (0, 0));
 }
 
+#[test]
+fn an_upgradable_read_that_waits_for_a_writer_is_contended() {
+    stats_setup();
+    static C: LockClass = LockClass::new("qrw-upgradable-behind-writer");
+    static L: QRwLock<u64> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&C)), 0);
+    let mut w = L.write();
+    *w = 1;
+    thread::scope(|s| {
+        // The queue lock is free (nobody queues), so the upgradable read
+        // takes it at once and then waits, parked, for the writer to leave.
+        s.spawn(|| assert_eq!(*L.upgradable_read(), 1));
+        wait_until("the upgradable reader sleeps behind the writer", || {
+            stats::snapshot()
+                .class("qrw-upgradable-behind-writer")
+                .is_some_and(|c| c.write.events.parks >= 1)
+        });
+        std::thread::sleep(Duration::from_millis(5));
+        drop(w);
+    });
+    let st = class_stats("qrw-upgradable-behind-writer");
+    // The write and the upgradable read (a write to statistics).
+    assert_eq!(st.write.acquisitions, 2);
+    // It waited (and parked): a contended acquisition with its wait.
+    assert_eq!(st.write.contended, 1, "{st:?}");
+    assert_eq!(st.write.wait.count, 1, "{st:?}");
+    assert!(st.write.wait.max_ns >= 5_000_000, "{st:?}");
+}
+
 fn read_contended(name: &str) -> u64 {
     stats::snapshot()
         .class(name)

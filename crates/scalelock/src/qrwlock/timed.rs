@@ -73,21 +73,28 @@ impl<P: Platform> QRwCore<P> {
         self.lock_exclusive_contended(v, contended, deadline, ev)
     }
 
-    /// An upgradable read by `deadline`; `contended` is called if the queue
-    /// lock is taken.
+    /// An upgradable read by `deadline`; `contended` is called (once) if the
+    /// queue lock is taken or a writer holds the lock.
     pub(crate) fn lock_upgradable_until(
         &self,
         contended: impl FnOnce(),
         deadline: Deadline,
         ev: Events,
     ) -> bool {
+        let mut contended = Some(contended);
         if !self.wait_lock.try_lock_fast() {
-            contended();
+            if let Some(c) = contended.take() {
+                c();
+            }
             if !self.wait_lock.lock_slow_until(deadline, ev) {
                 return false;
             }
         }
-        self.join_as_upgradable(deadline, ev)
+        self.join_as_upgradable(deadline, ev, || {
+            if let Some(c) = contended.take() {
+                c();
+            }
+        })
     }
 
     /// Upgrades by `deadline`; on failure the upgradable read is still

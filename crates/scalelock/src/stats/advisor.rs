@@ -27,7 +27,13 @@
 //! # Thresholds
 //! The thresholds are conservative starting values, each a named constant
 //! whose documentation says which benchmark calibrates it; they are not
-//! measurements. Reader-reader cache-line traffic on a shared rwlock word is
+//! measurements. The hold percentiles they are compared with are the upper
+//! bounds of log2 buckets (capped by the maximum), so the time thresholds
+//! sit on bucket edges: [`SHORT_HOLD_NS`] at the top of a bucket (a median
+//! at or below it is exactly one whose bucket ends there or lower),
+//! [`LONG_HOLD_P99_NS`] at the bottom of one (a p99 at or above it is
+//! exactly one whose bucket starts there or higher). A threshold inside a
+//! bucket would be crossed by a percentile anywhere in that bucket. Reader-reader cache-line traffic on a shared rwlock word is
 //! not contention a lock can count (the fast path succeeds, slowly), so a
 //! read-mostly class may gain from PerCpuRwLock before rule 4 fires;
 //! `locktest bench` shows it.
@@ -74,14 +80,18 @@ pub const MUTEX_MAX_READ_SHARE: f64 = 0.75;
 
 /// Median hold (ns) at or below which critical sections are short: letting
 /// readers overlap saves less than the rwlock costs. Calibrate with the
-/// qrwlock and qspinlock benches at their critical-section lengths.
-pub const SHORT_HOLD_NS: u64 = 1_000;
+/// qrwlock and qspinlock benches at their critical-section lengths. About
+/// 1 us: the top of the `[512, 1023]` ns bucket (see "Thresholds"; at
+/// 1000, any median from 512 ns on read as 1023 ns, over the threshold).
+pub const SHORT_HOLD_NS: u64 = (1 << 10) - 1;
 
 /// 99th-percentile hold (ns) from which some holders are not running while
 /// they hold the lock: far above a critical section that runs straight
 /// through, below a scheduler time slice (milliseconds). Calibrate with
-/// `locktest scenario` runs with more threads than CPUs.
-pub const LONG_HOLD_P99_NS: u64 = 100_000;
+/// `locktest scenario` runs with more threads than CPUs. About 131 us: the
+/// bottom of the `[2^17, 2^18)` ns bucket (see "Thresholds"; at 100 us, any
+/// p99 from 65.5 us on read as 131 us once a longer hold was seen).
+pub const LONG_HOLD_P99_NS: u64 = 1 << 17;
 
 /// p99/p50 hold ratio from which the long holds are a tail (some holders
 /// descheduled), not uniformly long critical sections.

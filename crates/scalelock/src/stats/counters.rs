@@ -831,6 +831,8 @@ pub(crate) fn reset() {
     // Relaxed: owners and snapshots compare epochs; a late view only makes
     // a few in-flight events count in the old epoch.
     EPOCH.fetch_add(1, Ordering::Relaxed);
+    // "Zeroes every count": the dropped events too.
+    DROPPED.store(0, Ordering::Relaxed);
     // The fast counts: what the live arrays hold now is the new zero, and
     // what exited threads counted is gone.
     let mut all = guard(&FAST_ALL);
@@ -914,6 +916,13 @@ mod tests {
             }),
             1
         );
+    }
+
+    #[test]
+    fn reset_zeroes_the_dropped_events() {
+        DROPPED.store(3, Ordering::Relaxed);
+        reset();
+        assert_eq!(super::super::snapshot().dropped_events, 0);
     }
 
     #[test]

@@ -47,9 +47,15 @@
 //!   countdown, which reads the rate when it runs out; [`DEFAULT_HOLD_SAMPLE`]
 //!   unless [`set_hold_sample`] says otherwise), because a clock read costs several uncontended lock
 //!   operations. The hold histogram's `count` is the number of sampled
-//!   holds, so its shape and percentiles are those of a uniform sample.
-//!   Set the rate to 1 to time every hold, e.g. to catch every long hold
-//!   or to test exact histograms.
+//!   holds. The sample is systematic: every N-th acquisition of the
+//!   thread, over all its classes and both access modes. So a thread that
+//!   takes locks in a fixed cycle whose length shares a factor with N
+//!   (lock A then lock B, or a read then a write, with N even) samples
+//!   some of them on every turn and others never: their `hold` counts and
+//!   percentiles are not 1 in N of theirs. The default rate is a prime so
+//!   that only cycles of a multiple of it do that; pick a prime, or 1, for
+//!   another rate. Set the rate to 1 to time every hold, e.g. to catch
+//!   every long hold or to test exact histograms.
 //!
 //! A snapshot taken while threads run may lag by the events in flight;
 //! taken after they stop it is exact. [`reset`] zeroes everything.
@@ -80,13 +86,15 @@ use crate::hook::active;
 /// [`set_hold_sample`] says otherwise. A sampled hold reads the clock twice
 /// (a `clock_gettime` each, slower still on VMs without a stable TSC) and
 /// records a histogram entry: together about as much as counting a hundred
-/// uncontended acquisitions. 1 in 256 keeps the sampling a fraction of the
-/// counting cost while a lock taken many thousands of times a second still
-/// gets a histogram of many holds; set 1 to time every hold (to catch
-/// every long hold).
+/// uncontended acquisitions. About 1 in 256 keeps the sampling a fraction
+/// of the counting cost while a lock taken many thousands of times a
+/// second still gets a histogram of many holds; set 1 to time every hold
+/// (to catch every long hold). A prime, 257 rather than 256: the sample is
+/// every N-th acquisition of a thread, and with an even N a thread that
+/// takes two locks (or a read and a write) in turn timed only one of them.
 /// `benches/stats_overhead.rs` (env `HOLD_SAMPLE`) measures the enabled
 /// overhead at any rate.
-pub const DEFAULT_HOLD_SAMPLE: u32 = 256;
+pub const DEFAULT_HOLD_SAMPLE: u32 = 257;
 
 static HOLD_SAMPLE: AtomicU32 = AtomicU32::new(DEFAULT_HOLD_SAMPLE);
 /// Holds at least this long (ns) are long; `u64::MAX`: none.
@@ -135,7 +143,10 @@ pub fn snapshot() -> Snapshot {
 ///   the countdown it is in, at most the old rate's acquisitions.
 ///
 /// To time every hold from a known point in a multi-threaded program, set
-/// the rate before starting the threads (or on each of them).
+/// the rate before starting the threads (or on each of them). The sample
+/// is every `every`-th acquisition of a thread over all its locks: a prime
+/// rate (or 1) keeps a thread that takes a few locks in turn from timing
+/// only some of them (see "What is exact and what is sampled").
 pub fn set_hold_sample(every: u32) {
     HOLD_SAMPLE.store(every.max(1), Ordering::Relaxed);
     counters::restart_sampling();

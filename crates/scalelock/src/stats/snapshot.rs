@@ -14,8 +14,9 @@ pub struct Snapshot {
     pub enabled: bool,
     /// Hold times are sampled on 1 in this many acquisitions per thread.
     pub hold_sample: u32,
-    /// Events the profiler could not count (made from inside itself: an
-    /// allocator built on an instrumented lock). Normally 0.
+    /// Events the profiler could not count since the last reset (made from
+    /// inside itself: an allocator built on an instrumented lock).
+    /// Normally 0.
     pub dropped_events: u64,
     /// Every class with at least one counted event, in registration order.
     pub classes: Vec<ClassStats>,

@@ -24,11 +24,13 @@ pub(crate) struct Ns(pub(crate) u64);
 impl Display for Ns {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         let ns = self.0;
+        // A unit's upper limit is where its rounded figure would read 1000
+        // (999.95 us is "1.0ms", not "1000.0us").
         let s = if ns < 1_000 {
             std::format!("{ns}ns")
-        } else if ns < 1_000_000 {
+        } else if ns < 999_950 {
             std::format!("{:.1}us", ns as f64 / 1e3)
-        } else if ns < 1_000_000_000 {
+        } else if ns < 999_950_000 {
             std::format!("{:.1}ms", ns as f64 / 1e6)
         } else {
             std::format!("{:.2}s", ns as f64 / 1e9)
@@ -216,6 +218,10 @@ mod tests {
         assert_eq!(std::format!("{}", Ns(3_400_000)), "3.4ms");
         assert_eq!(std::format!("{}", Ns(1_200_000_000)), "1.20s");
         assert_eq!(std::format!("{:>6}", Ns(40)), "  40ns");
+        // Rounding never shows 1000 of a unit.
+        assert_eq!(std::format!("{}", Ns(999_949)), "999.9us");
+        assert_eq!(std::format!("{}", Ns(999_960)), "1.0ms");
+        assert_eq!(std::format!("{}", Ns(999_960_000)), "1.00s");
     }
 
     #[test]
