@@ -464,6 +464,15 @@ impl<P: Platform> QRwCore<P> {
     #[cold]
     fn wait_batch(&self, free: impl Fn(u32) -> bool, deadline: Deadline, ev: Events) -> u32 {
         debug_assert_eq!(self.cnts.load(Ordering::Relaxed) & QUIET, 0);
+        // Each look at the word comes after a parking ticket (the parking
+        // protocol), and a sleep uses the ticket of the last look: a
+        // wake-up after that look (a fair unlock's `HANDOFF`, or a turn's
+        // holder whose turn is over, which leaves the lock free without a
+        // bit to see) ends the sleep at once, and what a waker did before
+        // the ticket, the look saw. (With the ticket taken after the look,
+        // such a wake-up in between went unseen and we slept the rest of
+        // a poll, up to the batch.)
+        let mut ticket = parking::prepare(self.addr());
         let mut v = self.cnts.fetch_or(QUIET, Ordering::Relaxed) | QUIET;
         let mut batch = BatchClock::start::<P>();
         let mut quiet = QuietPoll::new();
@@ -496,19 +505,6 @@ impl<P: Platform> QRwCore<P> {
             if deadline.passed::<P>() {
                 return v;
             }
-            // Our ticket, then a look again (the parking protocol): a fair
-            // unlock after the ticket ends our sleep, and one before it we
-            // see now. (Without this look, a fair unlock between the load
-            // above and the ticket went unseen: its wake-up came before the
-            // ticket, and we slept the rest of a poll, up to the batch.)
-            // A free lock too: a turn's holder whose turn is over leaves it
-            // free and wakes us (`Turn::Over`) without a bit to see; the
-            // loop's top settles it first, as any free lock.
-            let ticket = parking::prepare(self.addr());
-            v = self.cnts.load(Ordering::Relaxed);
-            if v & HANDOFF != 0 || free(v) {
-                continue;
-            }
             // Stay off the line the running threads write, for the rest of
             // the batch at most (a sleep cut short, by a wake-up meant for
             // another lock of the parking bucket, does not make the next
@@ -517,6 +513,7 @@ impl<P: Platform> QRwCore<P> {
             quiet.wait_with::<P>(|ns| {
                 parking::park_timeout::<P>(ticket, ns.min(rest).min(left));
             });
+            ticket = parking::prepare(self.addr());
             v = self.cnts.load(Ordering::Relaxed);
         }
     }
@@ -1664,7 +1661,8 @@ mod tests {
     /// ns per reading and, once the waiter has slept twice, makes the next
     /// clock reading a fair unlock's `HANDOFF` and wake-up: between the
     /// waiter's look at the word (the batch clock comes after it) and its
-    /// parking ticket. Sleeps only count.
+    /// sleep. Sleeps only count, and only where a futex would sleep (the
+    /// parking word unchanged since the ticket).
     #[derive(Debug)]
     struct HandoffMidPoll;
 
@@ -1688,7 +1686,11 @@ mod tests {
             })
         }
         fn wait(_: &AtomicU32, _: u32) {}
-        fn wait_timeout(_: &AtomicU32, _: u32, _: u64) {
+        fn wait_timeout(word: &AtomicU32, expected: u32, _: u64) {
+            // A futex: a word that moved since the ticket returns at once.
+            if word.load(Ordering::Relaxed) != expected {
+                return;
+            }
             let fired = MID_POLL_FIRED.with(core::cell::Cell::get);
             MID_POLL_SLEEPS.with(|s| {
                 let (all, after) = s.get();
@@ -1794,7 +1796,11 @@ mod tests {
             })
         }
         fn wait(_: &AtomicU32, _: u32) {}
-        fn wait_timeout(_: &AtomicU32, _: u32, _: u64) {
+        fn wait_timeout(word: &AtomicU32, expected: u32, _: u64) {
+            // A futex: a word that moved since the ticket returns at once.
+            if word.load(Ordering::Relaxed) != expected {
+                return;
+            }
             let fired = TURN_OVER_FIRED.with(core::cell::Cell::get);
             TURN_OVER_SLEEPS.with(|s| {
                 let (all, after) = s.get();
