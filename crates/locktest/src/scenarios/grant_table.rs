@@ -36,8 +36,9 @@
 //!   its table, and a reader finds no writer inside.
 //! - Pin counts never go below zero, and a mapping ends under the table
 //!   version it started under (a version switch sees every pin).
-//! - At the end every mapping is unmapped, maps equal unmaps, and every
-//!   pin count is back to zero.
+//! - At the end every pin count is back to zero (each queue unmaps what it
+//!   still holds when it stops, so a pin left over was lost by an entry
+//!   update that another overlapped).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicUsize, Ordering};
@@ -205,7 +206,6 @@ struct Mapping {
 #[derive(Default)]
 struct Tally {
     maps: u64,
-    unmaps: u64,
     copies: u64,
     grows: u64,
     switches: u64,
@@ -224,14 +224,38 @@ impl Tally {
     }
 }
 
-/// The backend and its guests.
+/// The backend and its guests. Each guest's table is on cache lines of its
+/// own, as Xen's separately allocated `struct grant_table`s are: a plain
+/// rwlock's word must not share a line with the other guest's table, or
+/// every read of one guest's table would bounce the other's too.
 struct Backend<'a, L, T> {
-    tables: Vec<Table<L>>,
+    tables: Vec<CachePadded<Table<L>>>,
     readers: &'a Readers,
     translate: &'a T,
 }
 
-impl<L: Lockable<()>, T: Translate> Backend<'_, L, T> {
+impl<'a, L: Lockable<()>, T: Translate> Backend<'a, L, T> {
+    /// [`DOMAINS`] guests' tables with locks from `new_lock`.
+    fn new(new_lock: impl Fn() -> L, readers: &'a Readers, translate: &'a T) -> Self {
+        Backend {
+            tables: (0..DOMAINS)
+                .map(|_| {
+                    CachePadded::new(Table {
+                        lock: new_lock(),
+                        frames: AtomicUsize::new(INITIAL_FRAMES),
+                        version: AtomicU8::new(1),
+                        writer: AtomicBool::new(false),
+                        entries: (0..MAX_FRAMES * ENTRIES_PER_FRAME)
+                            .map(|_| Entry::default())
+                            .collect(),
+                    })
+                })
+                .collect(),
+            readers,
+            translate,
+        }
+    }
+
     /// A read section on domain `d`'s table: marks it, checks no writer is
     /// inside, runs `f` with the number of usable entries.
     fn read<R>(
@@ -362,21 +386,7 @@ pub fn drive<L: Lockable<()>, T: Translate>(
     readers: &Readers,
     translate: &T,
 ) -> Result<Outcome, String> {
-    let backend = Backend {
-        tables: (0..DOMAINS)
-            .map(|_| Table {
-                lock: new_lock(),
-                frames: AtomicUsize::new(INITIAL_FRAMES),
-                version: AtomicU8::new(1),
-                writer: AtomicBool::new(false),
-                entries: (0..MAX_FRAMES * ENTRIES_PER_FRAME)
-                    .map(|_| Entry::default())
-                    .collect(),
-            })
-            .collect(),
-        readers,
-        translate,
-    };
+    let backend = Backend::new(new_lock, readers, translate);
     let page = [0x5au8; COPY_BYTES];
     let state = || {
         let mut s: Vec<String> = backend.tables.iter().map(|t| t.lock.state()).collect();
@@ -423,19 +433,19 @@ pub fn drive<L: Lockable<()>, T: Translate>(
             } else {
                 let m = maps.swap_remove(rng.index(maps.len()));
                 backend.release(m, me, &mut tally);
-                tally.unmaps += 1;
             }
         }
         // The queue shuts down: every mapping it holds is unmapped.
         for m in maps.drain(..) {
             backend.release(m, me, &mut tally);
-            tally.unmaps += 1;
         }
         (ops, tally)
     })?;
     let sum = |f: fn(&Tally) -> u64| run.found.iter().map(f).sum::<u64>();
     let mut violations = sum(|t| t.bad);
-    // Every pin back to zero, every map unmapped.
+    // Every pin back to zero. (Maps and unmaps are counted by the thread
+    // that pushes and pops its own list, and it empties the list at the
+    // stop: their totals are equal by construction and check nothing.)
     for t in &backend.tables {
         violations += t
             .entries
@@ -443,7 +453,6 @@ pub fn drive<L: Lockable<()>, T: Translate>(
             .filter(|e| e.pin.load(Ordering::Relaxed) != 0)
             .count() as u64;
     }
-    violations += sum(|t| t.maps).abs_diff(sum(|t| t.unmaps));
     if let Some(first) = run.found.iter().find_map(|t| t.first.as_ref()) {
         eprintln!("locktest: {}: first violation: {first}", setup.what);
     }
@@ -481,6 +490,28 @@ mod tests {
         assert_eq!(e.pin(1), Ok(()));
         assert_eq!(e.pin(-1), Ok(()));
         assert!(e.pin(-1).is_err());
+    }
+
+    /// A plain rwlock's word is written by every read: the other guest's
+    /// table must not share its cache line (Xen allocates each domain's
+    /// `struct grant_table` apart), or the before design pays for both
+    /// guests' readers on every read and the ratio flatters the after one.
+    #[test]
+    fn each_guests_table_lock_has_its_own_cache_line() {
+        let readers = Readers::new(1);
+        let b = Backend::new(|| scalelock::QRwLock::new(()), &readers, &Direct);
+        let lines = |at: usize, size: usize| at / 64..(at + size).div_ceil(64);
+        for (d, t) in b.tables.iter().enumerate() {
+            let lock = lines(std::ptr::from_ref(&t.lock) as usize, size_of_val(&t.lock));
+            for (e, other) in b.tables.iter().enumerate().filter(|(e, _)| *e != d) {
+                let theirs = lines(std::ptr::from_ref(other) as usize, size_of_val(other));
+                assert!(
+                    lock.end <= theirs.start || theirs.end <= lock.start,
+                    "domain {d}'s table lock (lines {lock:?}) shares a line with \
+                     domain {e}'s table (lines {theirs:?})"
+                );
+            }
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use crossbeam_utils::CachePadded;
 use scalelock::{PerCpuRwLock, RawPerCpuRwLock, ReaderTable};
 
 use super::gnttab::GRANT_RWLOCK;
@@ -100,9 +101,11 @@ struct Table<L> {
     entries: Box<[Entry]>,
 }
 
-/// Every guest's p2m.
+/// Every guest's p2m, each on cache lines of its own (Xen's `struct
+/// p2m_domain`s are allocated apart): a plain rwlock's word must not share
+/// a line with the other guest's p2m.
 struct P2m<'a, L> {
-    tables: Vec<Table<L>>,
+    tables: Vec<CachePadded<Table<L>>>,
     readers: &'a Readers,
     /// One p2m write per this many backend operations.
     write_every: u64,
@@ -110,15 +113,17 @@ struct P2m<'a, L> {
 
 impl<'a, L: Lockable<()>> P2m<'a, L> {
     fn new(new_lock: impl Fn() -> L, readers: &'a Readers, write_every: u64) -> Self {
-        let table = |_| Table {
-            lock: new_lock(),
-            writer: AtomicBool::new(false),
-            entries: (0..GFNS)
-                .map(|g| Entry {
-                    mfn: AtomicU64::new(g as u64),
-                    seal: AtomicU64::new(seal(g, g as u64)),
-                })
-                .collect(),
+        let table = |_| {
+            CachePadded::new(Table {
+                lock: new_lock(),
+                writer: AtomicBool::new(false),
+                entries: (0..GFNS)
+                    .map(|g| Entry {
+                        mfn: AtomicU64::new(g as u64),
+                        seal: AtomicU64::new(seal(g, g as u64)),
+                    })
+                    .collect(),
+            })
         };
         P2m {
             tables: (0..DOMAINS).map(table).collect(),
@@ -218,6 +223,26 @@ mod tests {
                 .violations,
             0
         );
+    }
+
+    /// As for the grant tables: one guest's p2m lock word must not share a
+    /// cache line with the other guest's p2m.
+    #[test]
+    fn each_guests_p2m_lock_has_its_own_cache_line() {
+        let readers = Readers::new(1);
+        let p2m = P2m::new(|| scalelock::QRwLock::new(()), &readers, WRITE_EVERY);
+        let lines = |at: usize, size: usize| at / 64..(at + size).div_ceil(64);
+        for (d, t) in p2m.tables.iter().enumerate() {
+            let lock = lines(std::ptr::from_ref(&t.lock) as usize, size_of_val(&t.lock));
+            for (e, other) in p2m.tables.iter().enumerate().filter(|(e, _)| *e != d) {
+                let theirs = lines(std::ptr::from_ref(other) as usize, size_of_val(other));
+                assert!(
+                    lock.end <= theirs.start || theirs.end <= lock.start,
+                    "domain {d}'s p2m lock (lines {lock:?}) shares a line with \
+                     domain {e}'s p2m (lines {theirs:?})"
+                );
+            }
+        }
     }
 
     #[test]

@@ -163,6 +163,34 @@ mod tests {
         assert_eq!(after(&setup(3)).unwrap().violations, 0);
     }
 
+    /// The thread's first patch, which the docs say the checks would
+    /// reject: a `spin_trylock` loser returns the last published value
+    /// without waiting. The freshness check must count it (it is the only
+    /// check that guards the after design's promise).
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn the_rejected_trylock_patch_is_caught() {
+        let caught = (0..50).any(|_| {
+            let base = Instant::now();
+            let timer: scalelock::SeqLock<Pmt> = scalelock::SeqLock::new([0, 0]);
+            let out = drive(&setup(4), base, &mut Quiet(String::new), |c| {
+                match timer.try_lock() {
+                    Some(g) => {
+                        c.recomputes += 1;
+                        let new = update(base, &g.get());
+                        g.publish(new);
+                        new
+                    }
+                    // Someone else is updating: return what is there.
+                    None => timer.read(),
+                }
+            })
+            .unwrap();
+            out.violations > 0
+        });
+        assert!(caught, "stale values from the trylock patch went unnoticed");
+    }
+
     #[test]
     #[cfg_attr(miri, ignore)]
     fn a_lock_that_does_not_lock_sends_the_timer_back() {
