@@ -152,6 +152,11 @@ impl Access {
 /// give it a class another lock has used) before routing allocations
 /// through it. (The switch patched into the code, which also allocates
 /// while it patches, does not wait for itself: `tests/allocator_on_a_lock.rs`.)
+/// The same holds, with lockdep, for the order of an allocator that takes
+/// one lock of this crate inside another: take them once, in that order,
+/// before (a new dependency is recorded with allocations). Statistics
+/// allocate from `std::alloc::System` only, never through the global
+/// allocator.
 pub struct LockClass {
     name: &'static str,
     /// Type classes (one per [`LockKind`]) merge unrelated locks: lockdep

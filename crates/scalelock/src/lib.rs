@@ -74,6 +74,13 @@
 //!   use locks that were free at the fork.
 //! - **Calling [`RefreshOnce::refresh`] from inside its own update**: it
 //!   waits for itself.
+//! - **A `#[global_allocator]` built on these locks where std registers
+//!   thread-local destructors through the global allocator** (targets
+//!   without `__cxa_thread_atexit_impl`, such as musl): a thread's first
+//!   queued wait, first reader slot or first statistics event registers
+//!   one, inside the allocator's lock. On glibc it is supported (see the
+//!   README and `LockClass`'s docs for the steps `stats` and `lockdep`
+//!   need).
 //!
 //! # Seeing what the locks do
 //! Locks belong to [lock classes](LockClass) (Linux's idea): a `static`

@@ -53,6 +53,13 @@
 //!   recorded. The stack lives in the thread's state and recording
 //!   allocates nothing, so a global allocator may be built on a lock of
 //!   this crate (`tests/allocator_on_a_queued_lock.rs` runs with lockdep).
+//!   Looking up a dependency already recorded (by any thread) allocates
+//!   nothing either; recording a new one does (its origin, the graph's
+//!   maps), with the thread's locks held: an allocator that takes one lock
+//!   of this crate inside another must have that order recorded once with
+//!   its allocations not going through the locks, as it must have its
+//!   classes registered (see [`LockClass`](crate::LockClass);
+//!   `tests/lockdep_allocator_nested_locks.rs`).
 //! - A guard released on another thread than the one that took it
 //!   (`QSpinLock`'s and `QRwLock`'s guards are `Send`) leaves its entry
 //!   on the taker's stack (lockdep cannot tell): the taker's next
@@ -74,6 +81,7 @@ mod held;
 mod report;
 
 use core::cell::RefCell;
+use core::sync::atomic::{AtomicU64, Ordering};
 use std::string::String;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::vec::Vec;
@@ -123,9 +131,68 @@ fn report_or(r: &Report, before_panic: impl FnOnce()) {
 
 struct ThreadState {
     held: HeldStack,
-    /// Edges (from, to, type) this thread knows are in the graph: the graph
-    /// only grows, so they need not be looked up under its mutex again.
-    known: std::collections::HashSet<(u32, u32, u16)>,
+}
+
+/// Slots of [`KNOWN`]; a lookup probes `KNOWN_PROBES` of them.
+const KNOWN_SLOTS: usize = 4096;
+const KNOWN_PROBES: usize = 8;
+
+/// Edges (from, to, type) known to be in the graph, as [`edge_key`]s (0:
+/// a free slot): the graph only grows, so they need not be looked up under
+/// its mutex again. A lock-free table in static memory, filled under the
+/// graph's mutex: looking a dependency up allocates nothing and waits for
+/// no one. (Each thread kept a `HashSet`, which allocated on its first
+/// insert, with the locks the thread holds held: a global allocator built
+/// on two locks of this crate, one taken inside the other, came back to the
+/// outer one on each new thread's first allocation and waited for itself;
+/// `tests/lockdep_allocator_nested_locks.rs`. And looking an edge up
+/// under the mutex waited for a thread recording a new edge, which
+/// allocates under it.) An edge that finds no room is looked up under the
+/// mutex every time: still correct.
+static KNOWN: [AtomicU64; KNOWN_SLOTS] = [const { AtomicU64::new(0) }; KNOWN_SLOTS];
+
+/// The table key of edge `from -> to` of type `ty` (never 0: class ids
+/// start at 1); `None` for ids past 24 bits (never remembered).
+fn edge_key(from: u32, to: u32, ty: u16) -> Option<u64> {
+    (from < 1 << 24 && to < 1 << 24)
+        .then(|| u64::from(from) << 40 | u64::from(to) << 16 | u64::from(ty))
+}
+
+fn known_slots(key: u64) -> impl Iterator<Item = &'static AtomicU64> {
+    // Fibonacci hashing.
+    let h = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize;
+    (0..KNOWN_PROBES).map(move |i| &KNOWN[(h + i) % KNOWN_SLOTS])
+}
+
+/// Whether the edge of `key` is known to be in the graph.
+fn edge_known(key: Option<u64>) -> bool {
+    let Some(key) = key else { return false };
+    for slot in known_slots(key) {
+        // Relaxed: only the number matters (the graph, read under its
+        // mutex, holds the rest).
+        match slot.load(Ordering::Relaxed) {
+            k if k == key => return true,
+            0 => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Remembers that the edge of `key` is in the graph (under the graph's
+/// mutex: one writer at a time).
+fn remember_edge(key: Option<u64>) {
+    let Some(key) = key else { return };
+    for slot in known_slots(key) {
+        match slot.load(Ordering::Relaxed) {
+            k if k == key => return,
+            0 => {
+                slot.store(key, Ordering::Relaxed);
+                return;
+            }
+            _ => {}
+        }
+    }
 }
 
 std::thread_local! {
@@ -173,7 +240,6 @@ fn with_thread<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
             let mut t = t.try_borrow_mut().ok()?;
             let t = t.get_or_insert_with(|| ThreadState {
                 held: HeldStack::new(),
-                known: Default::default(),
             });
             Some(f(t))
         })
@@ -264,10 +330,8 @@ fn dependencies(
             continue;
         }
         let ty = edge_type(h.access, acq);
-        let key = (h.class.index, class.index, ty);
-        if !t.known.contains(&key) {
+        if !edge_known(edge_key(h.class.index, class.index, ty)) {
             let r = add_dependency(t, i, class, instance, access, ty);
-            t.known.insert(key);
             if found.is_none() {
                 found = r;
             }
@@ -291,9 +355,11 @@ fn add_dependency(
 ) -> Option<Report> {
     let h = t.held[i];
     let (from, to) = (h.class.index, class.index);
+    let key = edge_key(from, to, ty);
     let mut g = graph();
     let g = g.get_or_insert_with(Graph::default);
     if g.has(from, to, ty) {
+        remember_edge(key);
         return None;
     }
     let mut found = None;
@@ -340,6 +406,7 @@ fn add_dependency(
                 .then(|| Arc::new(bt)),
         }
     });
+    remember_edge(key);
     found
 }
 

@@ -45,13 +45,32 @@ impl FenceMode {
     /// For a heavy side: whether the asymmetric form is in use, deciding
     /// with `register` (called by at most one thread, ever) on first use,
     /// and waiting for another thread's decision in progress.
+    #[cfg_attr(not(test), allow(dead_code))]
     #[inline]
     pub(crate) fn asymmetric(&self, register: impl FnOnce() -> bool) -> bool {
+        self.asymmetric_unless(register, || false)
+    }
+
+    /// [`asymmetric`](Self::asymmetric), except that a heavy side that
+    /// finds the decision in progress and `deciding_here()` (it runs inside
+    /// `register`, on the deciding thread: a lock taken by an allocation
+    /// there) does not wait for it, which would be for ever: it gets
+    /// `false`, the full-fence form. That pairs with every light side
+    /// meanwhile (they find the decision in progress and use the full fence
+    /// too), and the light sides that find the answer later come after it
+    /// (the answer is stored, Release, after `register` returned).
+    #[inline]
+    pub(crate) fn asymmetric_unless(
+        &self,
+        register: impl FnOnce() -> bool,
+        deciding_here: impl FnOnce() -> bool,
+    ) -> bool {
         // Acquire pairs with the Release store of the decision: the
         // registration (a syscall) came first.
         match self.0.load(Ordering::Acquire) {
             READY => true,
             UNAVAILABLE => false,
+            DECIDING if deciding_here() => false,
             _ => self.decide(register, true).unwrap_or(false),
         }
     }

@@ -50,9 +50,26 @@ fn register() -> bool {
     false
 }
 
+std::thread_local! {
+    /// This thread is deciding (inside `register`).
+    static DECIDING_HERE: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// `register`, marked on its thread: a lock taken inside it (reading the
+/// environment allocates, through a global allocator that may be built on
+/// a lock of this crate) must not wait for the decision in progress.
+fn register_marked() -> bool {
+    DECIDING_HERE.with(|d| d.set(true));
+    let answer = register();
+    DECIDING_HERE.with(|d| d.set(false));
+    answer
+}
+
 #[inline]
 fn asymmetric() -> bool {
-    MODE.asymmetric(register)
+    MODE.asymmetric_unless(register_marked, || {
+        DECIDING_HERE.with(core::cell::Cell::get)
+    })
 }
 
 /// Decides at program start, while the process most likely has one thread:
@@ -93,7 +110,7 @@ pub(super) fn light() {
 #[cold]
 #[inline(never)]
 fn light_slow() {
-    if MODE.light_may_skip_fence(register) == Some(true) {
+    if MODE.light_may_skip_fence(register_marked) == Some(true) {
         compiler_fence(Ordering::SeqCst);
     } else {
         fence(Ordering::SeqCst);

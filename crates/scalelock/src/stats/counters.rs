@@ -47,6 +47,15 @@
 //! whose thread-locals are already destroyed (locking from a thread-local
 //! destructor) counts into a shared block per class under a mutex.
 //!
+//! # Memory
+//! Blocks, the block lists and the registries take their memory from
+//! `std::alloc::System`, never from the global allocator (`sys_vec`): a
+//! thread's first counted acquisition, its first event of a class (with
+//! the lock held, or after a reader's increment is in the word), a
+//! revocation under a write lock and a thread's exit all allocate, and a
+//! global allocator built on an instrumented lock came back to that lock,
+//! held by its own thread (`tests/stats_allocator_on_a_lock*.rs`).
+//!
 //! # Reset
 //! [`reset`](super::reset) never writes other threads' counters. It bumps
 //! a global epoch: a block whose epoch is old counts as zero in snapshots,
@@ -56,13 +65,12 @@
 //! sum (under the `FAST_ALL` mutex), and snapshots report the difference.
 
 use core::cell::{Cell, RefCell};
-use core::sync::atomic::{AtomicU64, Ordering};
-use std::boxed::Box;
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::vec::Vec;
 
 use super::clock::now_ns;
 use super::histogram::{LiveHistogram, bump, raise};
+use super::sys_vec::{SysVec, leak};
 use crate::class::Access;
 
 /// Per-kind events counted per class.
@@ -141,6 +149,8 @@ pub(crate) struct Block {
     /// Longest wait queue seen; index 0: reads, 1: writes (`side`).
     pub(crate) queue_depth_max: [AtomicU64; 2],
     pub(crate) revocations: LiveHistogram,
+    /// The next block of this class in the pool (`POOL`'s mutex).
+    next_free: AtomicPtr<Block>,
 }
 
 impl Block {
@@ -153,6 +163,7 @@ impl Block {
             wait_events: [const { [const { AtomicU64::new(0) }; WAIT_EVENTS] }; 2],
             queue_depth_max: [const { AtomicU64::new(0) }; 2],
             revocations: LiveHistogram::new(),
+            next_free: AtomicPtr::new(core::ptr::null_mut()),
         }
     }
 
@@ -190,13 +201,20 @@ impl Block {
 
 /// The reset epoch.
 static EPOCH: AtomicU64 = AtomicU64::new(0);
+// The statistics' memory (blocks, the lists below, the threads' block
+// lists and the registry of their fast counters) comes from `System`,
+// never from the global allocator (`sys_vec`): some of it is allocated
+// with a lock held or waited for, and a global allocator may be built on a
+// lock of this crate (`tests/stats_allocator_on_a_lock*.rs`).
+
 /// Every block ever allocated (blocks are never freed).
-static ALL: Mutex<Vec<&'static Block>> = Mutex::new(Vec::new());
-/// Blocks of exited threads, by class, for reuse.
-static POOL: Mutex<Vec<Vec<&'static Block>>> = Mutex::new(Vec::new());
+static ALL: Mutex<SysVec<&'static Block>> = Mutex::new(SysVec::new());
+/// Blocks of exited threads, for reuse: by class, the first of a list
+/// linked through `Block::next_free`.
+static POOL: Mutex<SysVec<Option<&'static Block>>> = Mutex::new(SysVec::new());
 /// Shared blocks for threads without thread-locals, by class; updated
 /// under this mutex.
-static FALLBACK: Mutex<Vec<Option<&'static Block>>> = Mutex::new(Vec::new());
+static FALLBACK: Mutex<SysVec<Option<&'static Block>>> = Mutex::new(SysVec::new());
 /// Events dropped because they happened inside the profiler itself (an
 /// allocator built on an instrumented lock, while a block was allocated).
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -207,13 +225,17 @@ fn guard<T>(m: &'static Mutex<T>) -> MutexGuard<'static, T> {
 }
 
 fn take_block(class: u32) -> &'static Block {
-    if let Some(b) = guard(&POOL)
-        .get_mut(class as usize)
-        .and_then(|free| free.pop())
     {
-        return b;
+        let mut pool = guard(&POOL);
+        if let Some(head) = pool.get_mut(class as usize)
+            && let Some(b) = *head
+        {
+            // SAFETY: pool links are null or point to leaked blocks.
+            *head = unsafe { b.next_free.load(Ordering::Relaxed).as_ref() };
+            return b;
+        }
     }
-    let b: &'static Block = Box::leak(Box::new(Block::new(class)));
+    let b = leak(Block::new(class));
     guard(&ALL).push(b);
     b
 }
@@ -264,6 +286,7 @@ impl FastCounts {
 type FastSums = [[u64; FAST_COUNTERS]; FAST_CLASSES];
 
 /// A live thread's registered `FastCounts`.
+#[derive(Clone, Copy)]
 struct FastEntry {
     /// The `FastCounts` in the thread's `RECENT`.
     counts: *const FastCounts,
@@ -295,7 +318,7 @@ impl FastEntry {
 
 /// The registered `FastCounts` and what exited threads counted.
 struct FastRegistry {
-    live: Vec<FastEntry>,
+    live: SysVec<FastEntry>,
     /// What exited threads' arrays counted since the last reset.
     exited: FastSums,
 }
@@ -303,7 +326,7 @@ struct FastRegistry {
 /// The live threads' `FastCounts` and the exited threads' sum; also
 /// serialises `reset`'s writes of the bases with snapshots and exits.
 static FAST_ALL: Mutex<FastRegistry> = Mutex::new(FastRegistry {
-    live: Vec::new(),
+    live: SysVec::new(),
     exited: [[0; FAST_COUNTERS]; FAST_CLASSES],
 });
 
@@ -357,7 +380,7 @@ fn unregister_fast(r: &Recent) {
 
 /// A thread's blocks.
 struct Shard {
-    blocks: RefCell<Vec<Option<&'static Block>>>,
+    blocks: RefCell<SysVec<Option<&'static Block>>>,
     /// `register_fast` is registering the thread's `FastCounts` (an
     /// allocator that locks an instrumented lock re-enters it).
     allocating: Cell<bool>,
@@ -373,14 +396,14 @@ impl Drop for Shard {
             r.forget_blocks();
             unregister_fast(r);
         });
-        let blocks = core::mem::take(self.blocks.get_mut());
+        let blocks = core::mem::replace(self.blocks.get_mut(), SysVec::new());
         let mut pool = guard(&POOL);
-        for b in blocks.into_iter().flatten() {
+        for &b in blocks.iter().flatten() {
             let i = b.class as usize;
-            if pool.len() <= i {
-                pool.resize_with(i + 1, Vec::new);
-            }
-            pool[i].push(b);
+            pool.grow_to(i + 1, None);
+            let next = pool[i].map_or(core::ptr::null_mut(), |n| core::ptr::from_ref(n).cast_mut());
+            b.next_free.store(next, Ordering::Relaxed);
+            pool[i] = Some(b);
         }
     }
 }
@@ -470,7 +493,7 @@ impl Recent {
 std::thread_local! {
     static SHARD: Shard = const {
         Shard {
-            blocks: RefCell::new(Vec::new()),
+            blocks: RefCell::new(SysVec::new()),
             allocating: Cell::new(false),
         }
     };
@@ -507,9 +530,7 @@ impl Shard {
         // is re-entered): nothing published until the list is whole again.
         RECENT.with(Recent::forget_blocks);
         let i = class as usize;
-        if blocks.len() <= i {
-            blocks.resize(i + 1, None);
-        }
+        blocks.grow_to(i + 1, None);
         let b = take_block(class);
         blocks[i] = Some(b);
         RECENT.with(|r| r.publish(&blocks));
@@ -565,9 +586,7 @@ fn with_block_slow<R>(class: u32, f: impl FnOnce(&Block, Sampler) -> R) -> Optio
 fn with_fallback_block<R>(class: u32, f: impl FnOnce(&Block, Sampler) -> R) -> R {
     let mut shared = guard(&FALLBACK);
     let i = class as usize;
-    if shared.len() <= i {
-        shared.resize(i + 1, None);
-    }
+    shared.grow_to(i + 1, None);
     let b = *shared[i].get_or_insert_with(|| take_block(class));
     b.refresh_epoch();
     // Updated under the mutex, so the one-writer rule holds.
@@ -854,7 +873,7 @@ pub(crate) fn fast_counts_since_reset(mut f: impl FnMut(u32, [u64; FAST_COUNTERS
         // instrumented lock would count, and may register an array).
         let all = guard(&FAST_ALL);
         sums = all.exited;
-        for entry in &all.live {
+        for entry in all.live.iter() {
             entry.for_each(|k, class, c| {
                 // After a reset that released the mutex before we took
                 // it, a count is at least its base (the reset read it).
@@ -872,8 +891,8 @@ pub(crate) fn fast_counts_since_reset(mut f: impl FnMut(u32, [u64; FAST_COUNTERS
 /// Runs `f` on every block that counts in the current epoch.
 pub(crate) fn live_blocks(mut f: impl FnMut(&Block)) {
     let e = EPOCH.load(Ordering::Relaxed);
-    let all = guard(&ALL).clone();
-    for b in all {
+    let all = guard(&ALL).copied();
+    for &b in all.iter() {
         // Acquire pairs with the Release in `zero_for`.
         if b.epoch.load(Ordering::Acquire) == e {
             f(b);

@@ -70,6 +70,7 @@ pub(crate) mod clock;
 pub(crate) mod counters;
 mod histogram;
 mod snapshot;
+mod sys_vec;
 mod table;
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
