@@ -1302,13 +1302,21 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // the mode race. (The reads per write feed the class's average,
         // which the biased mode's rules weigh.)
         let end = P::now_ns();
+        let gap = since_stamp(old, end);
+        // The shorter of this gap and the class's previous one: one long
+        // gap between random writes says little. Negative: too long for
+        // the stamp to tell. Recorded before the counts are looked at: a
+        // write that finds no total must still leave its gap for the
+        // next (else the next long gap, its previous one missing, was
+        // judged alone, and a burst of exits elsewhere made one long gap
+        // bring the bias back).
+        let gaps = table.gap_floor(if gap < 0 { u64::MAX } else { gap as u64 });
         // Exits kept moving counts (no total): stay symmetric; the next
         // write decides.
         let (Some(fast_reads), Some(slow)) = (fast_reads, slow_reads_total::<P>(table)) else {
             return Some(keep | FAST | SYM | stamp_at(end));
         };
         let reads = table.reads_per_write(table.fast_reads_since(fast_reads));
-        let gap = since_stamp(old, end);
         // Rare: the heavy fence the biased mode would pay at the next
         // write (the cheaper of the last two: one may have been preempted)
         // is at most 1/pc_keep_factor of the gaps (the keep rule of a
@@ -1320,10 +1328,6 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                 .pc_rare_ns
                 .min(f.saturating_mul(TUNING.pc_keep_factor)),
         };
-        // The shorter of this gap and the class's previous one: one long
-        // gap between random writes says little (`gap_floor`). Negative:
-        // too long for the stamp to tell.
-        let gaps = table.gap_floor(if gap < 0 { u64::MAX } else { gap as u64 });
         let probe = sym_tick.is_multiple_of(TUNING.pc_sym_probe) && table.probe_due(end);
         if gaps >= rare_ns || probe {
             // Rare writes (two gaps in a row; a gap too long for the

@@ -576,6 +576,16 @@ impl ReaderTable {
         self.retire_seq.load(Ordering::Acquire)
     }
 
+    /// Test support: an exit that moves counts starts (`true`, the
+    /// sequence count odd: class totals are refused) or ends (`false`).
+    #[cfg(test)]
+    pub(crate) fn simulate_exit_moving_counts(&self, moving: bool) {
+        let seq = self.retire_seq.load(Ordering::Relaxed);
+        assert_eq!(seq & 1 == 1, !moving, "not in the other state");
+        self.retire_seq
+            .store(seq.wrapping_add(1), Ordering::Release);
+    }
+
     /// Whether no exit moved counts since `seq` (`retire_seq`) nor was
     /// doing so then: every count read since is then from one consistent
     /// moment of the hand-overs (the seqlock reader's check).

@@ -32,7 +32,7 @@ struct TestPlatform<const FENCE_NS: u64 = 0, const STEP_NS: u64 = 0, const CLOCK
 
 /// The manual clocks of `TestPlatform<_, _, CLOCK>`: one per test that
 /// uses one (by its `CLOCK`), shared by that test's threads.
-static MANUAL_CLOCKS: [AtomicU64; 8] = [const { AtomicU64::new(1 << 40) }; 8];
+static MANUAL_CLOCKS: [AtomicU64; 9] = [const { AtomicU64::new(1 << 40) }; 9];
 
 /// Moves manual clock `clock` (a `CLOCK` parameter) forward by `ns`.
 fn advance(clock: usize, ns: u64) {
@@ -1970,4 +1970,52 @@ fn a_try_write_ignores_a_released_slow_read_record() {
         unsafe { raw.unlock_exclusive(w) };
         true
     }));
+}
+
+/// A symmetric write that finds no class total (exits elsewhere kept
+/// moving counts) still records its gap since the previous write: the next
+/// write's single long gap is weighed against it, as the rare-writes rule
+/// wants (two long gaps in a row), not judged alone. (It was judged alone,
+/// and one long gap brought the bias back: a test of the rule failed once
+/// in CI while another test's 100 threads exited.)
+#[test]
+#[cfg_attr(miri, ignore = "a policy test on a manual clock")]
+fn a_write_without_a_class_total_still_records_its_gap() {
+    const CLOCK: usize = 9;
+    static FORCED: ReaderTable = ReaderTable::new();
+    FORCED.force_symmetric();
+    let raw = RawPerCpuRwLock::<TestPlatform<5_000, 0, CLOCK>>::with_table(&FORCED);
+    let write = || {
+        let w = raw.lock_exclusive();
+        let next = w.next;
+        // SAFETY: from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+        next & (FAST | SYM)
+    };
+    let read = || {
+        for _ in 0..2 * TUNING.pc_sym_min_reads {
+            let t = raw.lock_shared();
+            // SAFETY: from `lock_shared` above.
+            unsafe { raw.unlock_shared(t) };
+        }
+    };
+    // A biased revocation goes symmetric (forced).
+    read();
+    write();
+    read();
+    advance(CLOCK, 10_000);
+    assert_eq!(raw.state.load(O::Relaxed) & (FAST | SYM), FAST | SYM);
+    // Dense writes while an exit keeps moving counts: no class total.
+    FORCED.simulate_exit_moving_counts(true);
+    for _ in 0..3 {
+        read();
+        advance(CLOCK, 10_000);
+        assert_eq!(write(), FAST | SYM, "dense writes without a total");
+    }
+    FORCED.simulate_exit_moving_counts(false);
+    // One long gap (under `pc_rare_ns`) after them: still symmetric.
+    read();
+    advance(CLOCK, 200_000);
+    const { assert!(200_000 < TUNING.pc_rare_ns) };
+    assert_eq!(write(), FAST | SYM, "one long gap judged alone");
 }
