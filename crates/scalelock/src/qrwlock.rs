@@ -1646,38 +1646,39 @@ mod tests {
         lock.cnts.load(Ordering::Relaxed)
     }
 
+    /// A lock word's address and a waker's step on it (`MidPoll`).
+    type WakerStep = (usize, fn(&AtomicU32));
+
     std::thread_local! {
-        /// `HandoffMidPoll`'s clock (ns), moved one per reading.
+        /// `MidPoll`'s clock (ns), moved one per reading.
         static MID_POLL_CLOCK: core::cell::Cell<u64> = const { core::cell::Cell::new(1 << 40) };
-        /// The word a fair unlock is simulated on, once armed (0: none).
-        static MID_POLL_WORD: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
-        /// Sleeps so far; sleeps after the simulated fair unlock.
+        /// The word and the waker's step `MidPoll` plays on it, once armed.
+        static MID_POLL_EVENT: core::cell::Cell<Option<WakerStep>> = const { core::cell::Cell::new(None) };
+        /// Sleeps so far; sleeps after the simulated waker.
         static MID_POLL_SLEEPS: core::cell::Cell<(u32, u32)> = const { core::cell::Cell::new((0, 0)) };
-        /// Whether the simulated fair unlock happened.
+        /// Whether the simulated waker came.
         static MID_POLL_FIRED: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
     }
 
     /// The std platform's thread-local state, with a clock that moves one
-    /// ns per reading and, once the waiter has slept twice, makes the next
-    /// clock reading a fair unlock's `HANDOFF` and wake-up: between the
-    /// waiter's look at the word (the batch clock comes after it) and its
-    /// sleep. Sleeps only count, and only where a futex would sleep (the
-    /// parking word unchanged since the ticket).
+    /// ns per reading and, once armed (`MID_POLL_EVENT`), makes the next
+    /// clock reading a waker's step on the word and its wake-up: between
+    /// the waiter's look at the word (the batch clock comes after it) and
+    /// its sleep. Sleeps only count, and only where a futex would sleep
+    /// (the parking word unchanged since the ticket).
     #[derive(Debug)]
-    struct HandoffMidPoll;
+    struct MidPoll;
 
     // SAFETY: the std platform's thread-local state; nothing here waits
     // (the test's waiter is the only thread, and its sleeps only count).
-    unsafe impl Platform for HandoffMidPoll {
+    unsafe impl Platform for MidPoll {
         fn relax() {}
         fn yield_now() {}
         fn now_ns() -> u64 {
-            let word = MID_POLL_WORD.with(|w| w.replace(0));
-            if word != 0 {
+            if let Some((word, step)) = MID_POLL_EVENT.with(|e| e.replace(None)) {
                 // SAFETY: the test's lock word, alive for the whole test.
-                let cnts = unsafe { &*(word as *const AtomicU32) };
-                cnts.fetch_or(HANDOFF, Ordering::Relaxed);
-                crate::wait::parking::unpark_all::<HandoffMidPoll>(word);
+                step(unsafe { &*(word as *const AtomicU32) });
+                crate::wait::parking::unpark_all::<MidPoll>(word);
                 MID_POLL_FIRED.with(|f| f.set(true));
             }
             MID_POLL_CLOCK.with(|c| {
@@ -1722,149 +1723,75 @@ mod tests {
         }
     }
 
-    /// A waiter that waits out a batch (`wait_batch`) takes its parking
-    /// ticket and then looks at the word once more before it sleeps: a
-    /// fair unlock (`HANDOFF` and a wake-up) between its last look and the
-    /// ticket ends its wait at once instead of after a sleep.
-    #[test]
-    fn a_fair_unlock_before_the_ticket_is_seen_before_the_sleep() {
-        std::thread::spawn(|| {
-            let lock: QRwCore<HandoffMidPoll> = QRwCore::new();
-            // A writer holds the lock: not free for the waiter.
-            lock.cnts.store(W_LOCKED, Ordering::Relaxed);
+    /// A waiter waiting out a batch (`wait_batch`, `free` its test) on a
+    /// word that starts as `start`, and a waker that does `step` to the
+    /// word and wakes the waiter between one of its looks and the sleep
+    /// after it (armed once the waiter has slept twice: its polls grow
+    /// from spins to sleeps). Returns the word `wait_batch` returned and
+    /// the waiter's sleeps after the waker came, on a thread of its own.
+    fn sleeps_after_a_wake_mid_poll(
+        start: u32,
+        free: fn(u32) -> bool,
+        step: fn(&AtomicU32),
+    ) -> (u32, u32) {
+        std::thread::spawn(move || {
+            let lock: QRwCore<MidPoll> = QRwCore::new();
+            lock.cnts.store(start, Ordering::Relaxed);
             let addr = &lock.cnts as *const AtomicU32 as usize;
-            // Arm the simulated fair unlock once the waiter has slept (its
-            // polls grow from spins to sleeps): checked at each of its
-            // looks at the word, and played at the clock reading after.
             let v = {
                 let armed = core::cell::Cell::new(false);
                 let free = |v: u32| {
                     if !armed.get() && MID_POLL_SLEEPS.with(|s| s.get().0) >= 2 {
                         armed.set(true);
-                        MID_POLL_WORD.with(|w| w.set(addr));
+                        MID_POLL_EVENT.with(|e| e.set(Some((addr, step))));
                     }
-                    v & W_LOCKED == 0
+                    free(v)
                 };
                 lock.wait_batch(free, Deadline::NEVER, Events::NONE)
             };
-            assert!(
-                MID_POLL_FIRED.with(core::cell::Cell::get),
-                "the fair unlock came"
-            );
-            assert_ne!(v & HANDOFF, 0, "the waiter returned with the hand-off");
-            let (_, after) = MID_POLL_SLEEPS.with(core::cell::Cell::get);
-            assert_eq!(after, 0, "slept after the fair unlock it had not seen");
+            assert!(MID_POLL_FIRED.with(core::cell::Cell::get), "the waker came");
+            (v, MID_POLL_SLEEPS.with(core::cell::Cell::get).1)
         })
         .join()
-        .unwrap();
+        .unwrap()
     }
 
-    std::thread_local! {
-        /// The word `TurnOverMidPoll` plays a turn holder's leaving on, at
-        /// its next clock reading, once armed (0: none).
-        static TURN_OVER_WORD: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
-        /// Sleeps so far; sleeps after the simulated leaving.
-        static TURN_OVER_SLEEPS: core::cell::Cell<(u32, u32)> = const { core::cell::Cell::new((0, 0)) };
-        /// Whether the simulated leaving happened.
-        static TURN_OVER_FIRED: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
-    }
-
-    /// As `HandoffMidPoll`, but what the armed clock reading plays is a
-    /// turn holder whose turn is over (`Turn::Over`): its unlock (a plain
-    /// one: `W_LOCKED` off) and, at its next write, the wake-up of the
-    /// quiet waiter's sleep (it queues then, leaving the lock free).
-    #[derive(Debug)]
-    struct TurnOverMidPoll;
-
-    // SAFETY: the std platform's thread-local state; nothing here waits
-    // (the test's waiter is the only thread, and its sleeps only count).
-    unsafe impl Platform for TurnOverMidPoll {
-        fn relax() {}
-        fn yield_now() {}
-        fn now_ns() -> u64 {
-            let word = TURN_OVER_WORD.with(|w| w.replace(0));
-            if word != 0 {
-                // SAFETY: the test's lock word, alive for the whole test.
-                let cnts = unsafe { &*(word as *const AtomicU32) };
-                cnts.fetch_sub(W_LOCKED, Ordering::Release);
-                crate::wait::parking::unpark_all::<TurnOverMidPoll>(word);
-                TURN_OVER_FIRED.with(|f| f.set(true));
-            }
-            MID_POLL_CLOCK.with(|c| {
-                c.set(c.get() + 1);
-                c.get()
-            })
-        }
-        fn wait(_: &AtomicU32, _: u32) {}
-        fn wait_timeout(word: &AtomicU32, expected: u32, _: u64) {
-            // A futex: a word that moved since the ticket returns at once.
-            if word.load(Ordering::Relaxed) != expected {
-                return;
-            }
-            let fired = TURN_OVER_FIRED.with(core::cell::Cell::get);
-            TURN_OVER_SLEEPS.with(|s| {
-                let (all, after) = s.get();
-                s.set((all + 1, after + u32::from(fired)));
-            });
-        }
-        fn wake_one(_: &AtomicU32) {}
-        fn wake_all(_: &AtomicU32) {}
-        fn light_fence() {
-            crate::sync::atomic::fence(Ordering::SeqCst)
-        }
-        fn heavy_fence() {
-            crate::sync::atomic::fence(Ordering::SeqCst)
-        }
-        fn with_local<R>(f: impl FnOnce(&crate::platform::LocalState) -> R) -> Option<R> {
-            crate::platform::StdPlatform::with_local(f)
-        }
-        fn queue_node() -> Option<crate::qnode::NodeIndex> {
-            None
-        }
-        fn node(_: crate::qnode::NodeIndex) -> &'static crate::qnode::QNode {
-            unreachable!("no nodes are handed out")
-        }
-        fn cpu_id() -> usize {
-            0
-        }
-        fn cpu_count() -> usize {
-            1
-        }
+    /// A waiter that waits out a batch (`wait_batch`) sees a fair unlock
+    /// (`HANDOFF` and a wake-up) that came between its last look at the
+    /// word and its sleep: its wait ends at once instead of after a sleep.
+    #[test]
+    fn a_fair_unlock_before_the_ticket_is_seen_before_the_sleep() {
+        // A writer holds the lock (not free for the waiter), then leaves it
+        // with a fair unlock.
+        let (v, after) = sleeps_after_a_wake_mid_poll(
+            W_LOCKED,
+            |v| v & W_LOCKED == 0,
+            |cnts| {
+                cnts.fetch_or(HANDOFF, Ordering::Relaxed);
+            },
+        );
+        assert_ne!(v & HANDOFF, 0, "the waiter returned with the hand-off");
+        assert_eq!(after, 0, "slept after the fair unlock it had not seen");
     }
 
     /// A turn holder whose turn is over wakes the quiet waiter "which finds
     /// the lock free and claims it" (module docs, "Turns"). Its unlock and
-    /// wake-up between the waiter's last look and its parking ticket must
-    /// not leave the waiter asleep for the rest of its poll (up to the
-    /// batch's end) while the lock stays free and the holder queues.
+    /// wake-up between the waiter's last look and its sleep must not leave
+    /// the waiter asleep for the rest of its poll (up to the batch's end)
+    /// while the lock stays free and the holder queues.
     #[test]
     fn a_turn_holder_leaving_before_the_ticket_is_seen_before_the_sleep() {
-        std::thread::spawn(|| {
-            let lock: QRwCore<TurnOverMidPoll> = QRwCore::new();
-            // The turn's holder writes.
-            lock.cnts.store(TURN_ONE | W_LOCKED, Ordering::Relaxed);
-            let addr = &lock.cnts as *const AtomicU32 as usize;
-            let v = {
-                let armed = core::cell::Cell::new(false);
-                let free = |v: u32| {
-                    if !armed.get() && TURN_OVER_SLEEPS.with(|s| s.get().0) >= 2 {
-                        armed.set(true);
-                        TURN_OVER_WORD.with(|w| w.set(addr));
-                    }
-                    v & !(QUIET | HANDOFF | TURN) == 0
-                };
-                lock.wait_batch(free, Deadline::NEVER, Events::NONE)
-            };
-            assert!(
-                TURN_OVER_FIRED.with(core::cell::Cell::get),
-                "the holder left"
-            );
-            assert_eq!(v & W_LOCKED, 0, "the waiter returned with the lock free");
-            let (_, after) = TURN_OVER_SLEEPS.with(core::cell::Cell::get);
-            assert_eq!(after, 0, "slept after the wake-up it had not seen");
-        })
-        .join()
-        .unwrap();
+        // The turn's holder writes, then unlocks (a plain unlock) and, at
+        // its next write, finds its turn over and wakes the waiter.
+        let (v, after) = sleeps_after_a_wake_mid_poll(
+            TURN_ONE | W_LOCKED,
+            |v| v & !(QUIET | HANDOFF | TURN) == 0,
+            |cnts| {
+                cnts.fetch_sub(W_LOCKED, Ordering::Release);
+            },
+        );
+        assert_eq!(v & W_LOCKED, 0, "the waiter returned with the lock free");
+        assert_eq!(after, 0, "slept after the wake-up it had not seen");
     }
 
     std::thread_local! {

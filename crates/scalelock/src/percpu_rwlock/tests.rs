@@ -34,6 +34,25 @@ struct TestPlatform<const FENCE_NS: u64 = 0, const STEP_NS: u64 = 0, const CLOCK
 /// uses one (by its `CLOCK`), shared by that test's threads.
 static MANUAL_CLOCKS: [AtomicU64; 9] = [const { AtomicU64::new(1 << 40) }; 9];
 
+/// One write of `raw`: the state it leaves at unlock (`next`).
+fn write_once<P: Platform>(raw: &RawPerCpuRwLock<P>) -> u64 {
+    let w = raw.lock_exclusive();
+    let next = w.next;
+    // SAFETY: from `lock_exclusive` above.
+    unsafe { raw.unlock_exclusive(w) };
+    next
+}
+
+/// Enough reads of `raw` per write to keep the symmetric mode (not
+/// inhibit).
+fn reads_keeping_symmetric<P: Platform>(raw: &RawPerCpuRwLock<P>) {
+    for _ in 0..2 * TUNING.pc_sym_min_reads {
+        let t = raw.lock_shared();
+        // SAFETY: from `lock_shared` above.
+        unsafe { raw.unlock_shared(t) };
+    }
+}
+
 /// Moves manual clock `clock` (a `CLOCK` parameter) forward by `ns`.
 fn advance(clock: usize, ns: u64) {
     MANUAL_CLOCKS[clock - 1].fetch_add(ns, O::Relaxed);
@@ -405,13 +424,7 @@ fn until_biased(raw: &SteppedRaw) {
 fn biased_reads_that_pay_for_the_revocation_keep_the_bias() {
     static PAYING: ReaderTable = ReaderTable::new();
     let raw = SteppedRaw::with_table(&PAYING);
-    let write = || {
-        let w = raw.lock_exclusive();
-        let next = w.next;
-        // SAFETY: from `lock_exclusive` above.
-        unsafe { raw.unlock_exclusive(w) };
-        next
-    };
+    let write = || write_once(&raw);
     // Writes back to back: inhibited (as in
     // `default_table_inhibits_after_a_revocation`).
     write();
@@ -463,13 +476,7 @@ fn sparse_writes_keep_the_bias() {
     // Heavy fences of 1.5 µs: a revocation costs 1.5 µs (cheap: under
     // `pc_sym_cost_ns`, so none goes symmetric).
     let raw = RawPerCpuRwLock::<TestPlatform<1_500, 0, CLOCK>>::with_table(&TABLE);
-    let write = || {
-        let w = raw.lock_exclusive();
-        let next = w.next;
-        // SAFETY: from `lock_exclusive` above.
-        unsafe { raw.unlock_exclusive(w) };
-        next
-    };
+    let write = || write_once(&raw);
     // Writes back to back first, so the stamp is known (a fresh lock's is
     // not): they leave the bias inhibited.
     write();
@@ -535,12 +542,7 @@ fn symmetric_mode_probes_the_bias_again() {
     let mut probes = std::vec::Vec::new();
     let mut symmetric = 0;
     for round in 0..rounds {
-        // Enough reads per write to keep the symmetric mode (not inhibit).
-        for _ in 0..2 * TUNING.pc_sym_min_reads {
-            let t = raw.lock_shared();
-            // SAFETY: from `lock_shared` above.
-            unsafe { raw.unlock_shared(t) };
-        }
+        reads_keeping_symmetric(&raw);
         advance(CLOCK, GAP_NS);
         let w = raw.lock_exclusive();
         match w.next & (FAST | SYM) {
@@ -584,13 +586,7 @@ fn one_slow_revocation_keeps_the_bias() {
     // static reaches.
     static RAW: std::sync::OnceLock<Slow> = std::sync::OnceLock::new();
     let raw: &'static Slow = RAW.get_or_init(|| Slow::with_table(&TABLE));
-    let write = || {
-        let w = raw.lock_exclusive();
-        let next = w.next;
-        // SAFETY: from `lock_exclusive` above.
-        unsafe { raw.unlock_exclusive(w) };
-        next
-    };
+    let write = || write_once(raw);
     let biased = |s: u64| s & (FAST | SYM) == FAST;
     // Back to back (inhibited), then slow reads until the bias is back.
     write();
@@ -660,13 +656,7 @@ fn an_exited_reader_leaves_the_read_count_alone() {
     // static reaches.
     static RAW: std::sync::OnceLock<Churn> = std::sync::OnceLock::new();
     let raw: &'static Churn = RAW.get_or_init(|| Churn::with_table(&TABLE));
-    let write = || {
-        let w = raw.lock_exclusive();
-        let next = w.next;
-        // SAFETY: from `lock_exclusive` above.
-        unsafe { raw.unlock_exclusive(w) };
-        next
-    };
+    let write = || write_once(raw);
     let read = || {
         let t = raw.lock_shared();
         // SAFETY: from `lock_shared` above.
@@ -779,22 +769,9 @@ fn symmetric_mode_returns_to_the_bias_when_writes_thin_out() {
     static FORCED: ReaderTable = ReaderTable::new();
     FORCED.force_symmetric();
     let raw = RawPerCpuRwLock::<TestPlatform<5_000, 0, CLOCK>>::with_table(&FORCED);
-    let write = || {
-        let w = raw.lock_exclusive();
-        let next = w.next;
-        // SAFETY: from `lock_exclusive` above.
-        unsafe { raw.unlock_exclusive(w) };
-        next
-    };
+    let write = || write_once(&raw);
     let mode = |s: u64| s & (FAST | SYM);
-    // Enough reads per write to keep the symmetric mode (not inhibit).
-    let read = || {
-        for _ in 0..2 * TUNING.pc_sym_min_reads {
-            let t = raw.lock_shared();
-            // SAFETY: from `lock_shared` above.
-            unsafe { raw.unlock_shared(t) };
-        }
-    };
+    let read = || reads_keeping_symmetric(&raw);
     // A biased revocation goes symmetric (forced).
     read();
     write();
@@ -1985,20 +1962,8 @@ fn a_write_without_a_class_total_still_records_its_gap() {
     static FORCED: ReaderTable = ReaderTable::new();
     FORCED.force_symmetric();
     let raw = RawPerCpuRwLock::<TestPlatform<5_000, 0, CLOCK>>::with_table(&FORCED);
-    let write = || {
-        let w = raw.lock_exclusive();
-        let next = w.next;
-        // SAFETY: from `lock_exclusive` above.
-        unsafe { raw.unlock_exclusive(w) };
-        next & (FAST | SYM)
-    };
-    let read = || {
-        for _ in 0..2 * TUNING.pc_sym_min_reads {
-            let t = raw.lock_shared();
-            // SAFETY: from `lock_shared` above.
-            unsafe { raw.unlock_shared(t) };
-        }
-    };
+    let write = || write_once(&raw) & (FAST | SYM);
+    let read = || reads_keeping_symmetric(&raw);
     // A biased revocation goes symmetric (forced).
     read();
     write();
