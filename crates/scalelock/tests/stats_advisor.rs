@@ -243,3 +243,63 @@ fn one_advice_per_class_in_order() {
     // The constants are public, for tools that print them.
     assert_eq!(advisor::PERCPU_READ_SHARE, 0.99);
 }
+
+#[test]
+fn a_tail_ratio_under_hold_tail_ratio_inside_its_buckets_is_not_a_tail() {
+    // Median 7.5 us (bucket [4 us, 8 us)), p99 140 us (bucket [131 us,
+    // 262 us)), one 10 ms hold: the true ratio is 18.7, under
+    // HOLD_TAIL_RATIO (20); the buckets' tops alone would read 262143 /
+    // 8191 = 32. The smallest ratio the buckets allow is 16.
+    let mut holds = vec![7_500u64; 90];
+    holds.extend([140_000; 9]);
+    holds.push(10_000_000);
+    let mut c = class(LockKind::QSpinLock, 0, 100_000, (0, 5_000), &holds);
+    c.events.parks = 1_000;
+    let a = advice_for(c.clone());
+    assert_ne!(a.recommendation, Recommendation::FixLongHolds, "{a}");
+    // A median of 600 ns under the same tail is far enough from it.
+    let mut holds = vec![600u64; 90];
+    holds.extend([140_000; 9]);
+    holds.push(10_000_000);
+    let mut c = class(LockKind::QSpinLock, 0, 100_000, (0, 5_000), &holds);
+    c.events.parks = 1_000;
+    let a = advice_for(c);
+    assert_eq!(a.recommendation, Recommendation::FixLongHolds, "{a}");
+    assert!(
+        a.to_string()
+            .contains("hold p99/p50 (at least) 128 (HOLD_TAIL_RATIO: >= 20)"),
+        "{a}"
+    );
+}
+
+#[test]
+fn the_hold_rules_need_min_sampled_holds() {
+    // Five sampled holds, two of them 5 ms: with parks and contention the
+    // tail rule would blame preemption on two samples.
+    let holds = [200u64, 200, 200, 5_000_000, 5_000_000];
+    let mut c = class(LockKind::QSpinLock, 0, 100_000, (0, 5_000), &holds);
+    c.events.parks = 1_000;
+    let a = advice_for(c);
+    assert_ne!(a.recommendation, Recommendation::FixLongHolds, "{a}");
+    assert!(cites(&a, "MIN_SAMPLED_HOLDS"), "{a}");
+    // Half reads, a handful of short holds: too few to call the critical
+    // sections short.
+    let a = advice_for(class(
+        LockKind::QRwLock,
+        50_000,
+        50_000,
+        (3_000, 4_000),
+        &[40; 40],
+    ));
+    assert_eq!(a.recommendation, Recommendation::Keep, "{a}");
+    assert!(cites(&a, "MIN_SAMPLED_HOLDS"), "{a}");
+    // Enough of them (two rows of 50): short.
+    let a = advice_for(class(
+        LockKind::QRwLock,
+        50_000,
+        50_000,
+        (3_000, 4_000),
+        &[40; 50],
+    ));
+    assert_eq!(a.recommendation, Recommendation::QSpinLock, "{a}");
+}

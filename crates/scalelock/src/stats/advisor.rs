@@ -6,8 +6,8 @@
 //! decides, in this order:
 //!
 //! 1. Fewer than [`MIN_ACQUISITIONS`]: not enough data.
-//! 2. Holds with a long tail ([`LONG_HOLD_P99_NS`], [`HOLD_TAIL_RATIO`])
-//!    while waiters park ([`MIN_PARK_SHARE`]) and the lock is contended
+//! 2. Holds with a long tail ([`LONG_HOLD_P99_NS`], [`HOLD_TAIL_RATIO`],
+//!    from at least [`MIN_SAMPLED_HOLDS`] sampled holds) while waiters park ([`MIN_PARK_SHARE`]) and the lock is contended
 //!    ([`MIN_CONTENTION`]): holders are descheduled or sleep inside the
 //!    critical section; no lock type fixes that.
 //! 3. A PerCpuRwLock class whose writes exceed [`PERCPU_MAX_WRITE_SHARE`]
@@ -17,7 +17,8 @@
 //!    whose readers contend ([`MIN_READ_CONTENTION`]): PerCpuRwLock.
 //! 5. Contention below [`MIN_CONTENTION`]: keep the lock.
 //! 6. A reader-writer class with reads at or below [`MUTEX_MAX_READ_SHARE`]
-//!    and short holds ([`SHORT_HOLD_NS`], median): readers rarely overlap,
+//!    and short holds ([`SHORT_HOLD_NS`], median of at least
+//!    [`MIN_SAMPLED_HOLDS`] sampled holds): readers rarely overlap,
 //!    an rwlock buys nothing over QSpinLock.
 //! 7. A SeqLock whose reads retry at or above [`SEQLOCK_MAX_RETRY_SHARE`]:
 //!    writes are too frequent for optimistic readers: QRwLock.
@@ -33,7 +34,11 @@
 //! at or below it is exactly one whose bucket ends there or lower),
 //! [`LONG_HOLD_P99_NS`] at the bottom of one (a p99 at or above it is
 //! exactly one whose bucket starts there or higher). A threshold inside a
-//! bucket would be crossed by a percentile anywhere in that bucket. Reader-reader cache-line traffic on a shared rwlock word is
+//! bucket would be crossed by a percentile anywhere in that bucket. For
+//! the same reason the tail ratio ([`HOLD_TAIL_RATIO`]) is taken between
+//! buckets, at its smallest: the bottom of the p99's bucket over the top
+//! of the median's, so it is met only if every p99 and median those
+//! buckets allow are that far apart. Reader-reader cache-line traffic on a shared rwlock word is
 //! not contention a lock can count (the fast path succeeds, slowly), so a
 //! read-mostly class may gain from PerCpuRwLock before rule 4 fires;
 //! `locktest bench` shows it.
@@ -41,6 +46,7 @@
 use std::string::{String, ToString};
 use std::vec::Vec;
 
+use super::histogram::{TimeStats, bucket_of, bucket_range};
 use super::snapshot::{ClassStats, Snapshot, ratio};
 use super::table::Ns;
 use crate::class::LockKind;
@@ -48,6 +54,13 @@ use crate::class::LockKind;
 /// Fewer acquisitions than this in a class are too few to advise on. Not a
 /// performance threshold: below it, a 1% share is a handful of events.
 pub const MIN_ACQUISITIONS: u64 = 1_000;
+
+/// Fewer sampled holds than this are too few for the hold rules (2 and 6):
+/// the p99 of a handful of samples is their largest. Not a performance
+/// threshold. Holds are sampled 1 in [`hold_sample`](super::hold_sample)
+/// acquisitions per thread, so a class needs about this many times that
+/// many acquisitions before its holds are judged.
+pub const MIN_SAMPLED_HOLDS: u64 = 100;
 
 /// Contended share below which changing the lock type cannot buy much: the
 /// uncontended costs of QSpinLock, QRwLock and PerCpuRwLock reads differ by
@@ -94,8 +107,18 @@ pub const SHORT_HOLD_NS: u64 = (1 << 10) - 1;
 pub const LONG_HOLD_P99_NS: u64 = 1 << 17;
 
 /// p99/p50 hold ratio from which the long holds are a tail (some holders
-/// descheduled), not uniformly long critical sections.
+/// descheduled), not uniformly long critical sections. Compared with the
+/// smallest ratio the two percentiles' log2 buckets allow (see
+/// "Thresholds").
 pub const HOLD_TAIL_RATIO: u64 = 20;
+
+/// The smallest p99/p50 ratio of `hold` its buckets allow: the bottom of
+/// the p99's bucket over the top of the median's (at least 1 ns).
+fn tail_ratio_floor(hold: &TimeStats) -> u64 {
+    let p99_low = bucket_range(bucket_of(hold.p99_ns)).0;
+    let p50_high = bucket_range(bucket_of(hold.p50_ns)).1.max(1);
+    p99_low / p50_high
+}
 
 /// Parks per contended acquisition from which waiters are sleeping rather
 /// than spinning out the holds.
@@ -283,10 +306,11 @@ fn rule(c: &ClassStats) -> (Recommendation, String, Figures) {
     let parks = ratio(c.events.parks, c.contended());
 
     // 2. Hold tails from holders that do not run.
+    let enough_holds = hold.count >= MIN_SAMPLED_HOLDS;
     if contention >= MIN_CONTENTION
-        && hold.count != 0
+        && enough_holds
         && hold.p99_ns >= LONG_HOLD_P99_NS
-        && hold.p99_ns >= hold.p50_ns.max(1).saturating_mul(HOLD_TAIL_RATIO)
+        && tail_ratio_floor(&hold) >= HOLD_TAIL_RATIO
         && parks >= MIN_PARK_SHARE
     {
         f.vs(
@@ -298,8 +322,8 @@ fn rule(c: &ClassStats) -> (Recommendation, String, Figures) {
             LONG_HOLD_P99_NS as f64,
         );
         f.vs(
-            "hold p99/p50",
-            (hold.p99_ns / hold.p50_ns.max(1)) as f64,
+            "hold p99/p50 (at least)",
+            tail_ratio_floor(&hold) as f64,
             Unit::Count,
             ">=",
             "HOLD_TAIL_RATIO",
@@ -422,7 +446,7 @@ fn rule(c: &ClassStats) -> (Recommendation, String, Figures) {
     // 6. An rwlock whose readers rarely overlap.
     if is_rwlock(c)
         && read_share <= MUTEX_MAX_READ_SHARE
-        && hold.count != 0
+        && enough_holds
         && hold.p50_ns <= SHORT_HOLD_NS
     {
         f.vs(
@@ -480,8 +504,17 @@ fn rule(c: &ClassStats) -> (Recommendation, String, Figures) {
         MIN_CONTENTION,
     );
     f.plain("read share", read_share, Unit::Share);
-    if hold.count != 0 {
+    if enough_holds {
         f.plain("hold p50", hold.p50_ns as f64, Unit::Ns);
+    } else {
+        f.vs(
+            "sampled holds",
+            hold.count as f64,
+            Unit::Count,
+            "<",
+            "MIN_SAMPLED_HOLDS",
+            MIN_SAMPLED_HOLDS as f64,
+        );
     }
     (
         R::Keep,
