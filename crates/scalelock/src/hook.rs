@@ -596,8 +596,10 @@ pub(crate) fn optimistic_passed(class: ClassRef, kind: LockKind, access: Access)
 /// Begins a timed acquisition (`try_lock_for`, `try_write_until`, ...) of
 /// the lock at `instance`. Statistics count it as [`start`]'s: contended if
 /// it waits, an acquisition with its wait if it gets the lock; one that
-/// gives up ([`Pending::timed_out`]) stays counted as contended but is not
-/// an acquisition, and its wait is not recorded. Lockdep treats it as a
+/// gives up ([`Pending::timed_out`]) is neither an acquisition nor a
+/// contended one: if it waited it is counted in the access's `timeouts`
+/// (so `contended` never exceeds `acquisitions`), and its wait is not
+/// recorded. Lockdep treats it as a
 /// try-lock: a timed wait ends, so it cannot deadlock, and no dependency is
 /// recorded into it (nor a recursion reported); once acquired it is on the
 /// held stack like any lock, and what is taken under it depends on it.
@@ -695,10 +697,20 @@ impl Pending {
         Held::NONE
     }
 
-    /// A timed acquisition ([`start_timed`]) gave up: nothing is held and
-    /// nothing more is counted (it stays counted as contended if it waited).
+    /// A timed acquisition ([`start_timed`]) gave up: nothing is held. If
+    /// it waited ([`contended`](Self::contended)), it counts as a timeout
+    /// of its access, not as a contended acquisition.
     #[inline]
     pub fn timed_out(self) {
+        #[cfg(feature = "stats")]
+        if self.active & active::STATS != 0 && self.wait_start != 0 {
+            crate::stats::counters::wait_event(
+                self.class.index,
+                self.access,
+                crate::stats::counters::WaitEvent::TimedOut,
+            );
+        }
+        #[cfg(not(feature = "stats"))]
         let _ = self;
     }
 

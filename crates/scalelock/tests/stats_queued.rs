@@ -97,7 +97,8 @@ fn qspinlock_contended_acquisitions_wait_for_the_holder() {
 
 /// Timed acquisitions: one that gets the lock is counted like `lock` (an
 /// uncontended one as uncontended, one that waited as contended, with its
-/// wait); one that times out is counted contended but is no acquisition.
+/// wait); one that waits and times out is a timeout of its access, neither
+/// an acquisition nor a contended one (so `contended <= acquisitions`).
 #[test]
 fn qspinlock_timed_acquisitions() {
     stats_setup();
@@ -106,12 +107,14 @@ fn qspinlock_timed_acquisitions() {
     *L.try_lock_for(Duration::from_secs(1)).unwrap() += 1;
     thread::scope(|s| {
         let g = L.lock();
-        s.spawn(|| assert!(L.try_lock_for(Duration::from_millis(2)).is_none()))
-            .join()
-            .unwrap();
+        for _ in 0..3 {
+            s.spawn(|| assert!(L.try_lock_for(Duration::from_millis(2)).is_none()))
+                .join()
+                .unwrap();
+        }
         let waiter = s.spawn(|| *L.try_lock_for(Duration::from_secs(60)).unwrap() += 1);
         wait_until("the timed waiter is contended", || {
-            contended("qspin-timed") == 2
+            contended("qspin-timed") == 1
         });
         drop(g);
         waiter.join().unwrap();
@@ -119,10 +122,38 @@ fn qspinlock_timed_acquisitions() {
     let w = class_stats("qspin-timed").write;
     // The first timed lock, ours, the waiter's.
     assert_eq!(w.acquisitions, 3);
-    assert_eq!(w.contended, 2);
+    assert_eq!(w.contended, 1, "{w:?}");
+    assert_eq!(w.events.timeouts, 3, "{w:?}");
+    assert_eq!(class_stats("qspin-timed").events.timeouts, 3);
     // Only the successful contended one records a wait.
     assert_eq!(w.wait.count, 1);
     assert_eq!(*L.lock(), 2);
+    assert!(
+        stats::snapshot().to_string().contains("timeouts 3"),
+        "the table shows them"
+    );
+}
+
+/// A timed read that gives up while a writer holds the lock is a read
+/// timeout: the read row never shows more contended reads than reads.
+#[test]
+fn qrwlock_timed_read_that_gives_up_is_a_timeout() {
+    stats_setup();
+    static C: LockClass = LockClass::new("qrw-timed-read");
+    static L: QRwLock<u64> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&C)), 0);
+    thread::scope(|s| {
+        let g = L.write();
+        s.spawn(|| assert!(L.try_read_for(Duration::from_millis(2)).is_none()))
+            .join()
+            .unwrap();
+        drop(g);
+    });
+    let st = class_stats("qrw-timed-read");
+    assert_eq!(st.read.acquisitions, 0);
+    assert_eq!(st.read.contended, 0, "{st:?}");
+    assert_eq!(st.read.events.timeouts, 1, "{st:?}");
+    assert_eq!(st.write.events.timeouts, 0);
+    assert!(st.read.contention() <= 1.0);
 }
 
 /// A SeqLock's writer lock is a queued spinlock: a contended write counts
@@ -515,6 +546,7 @@ fn assert_totals(st: &stats::ClassStats) {
     assert_eq!(e.parks, r.parks + w.parks, "{st:?}");
     assert_eq!(e.wakes, r.wakes + w.wakes, "{st:?}");
     assert_eq!(e.spurious_wakes, r.spurious_wakes + w.spurious_wakes);
+    assert_eq!(e.timeouts, r.timeouts + w.timeouts);
     assert_eq!(
         e.queue_depth_max,
         r.queue_depth_max.max(w.queue_depth_max),

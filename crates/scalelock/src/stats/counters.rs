@@ -98,10 +98,13 @@ pub(crate) enum WaitEvent {
     SpuriousWake,
     LongHold,
     Steal,
+    /// A timed acquisition that waited gave up (counted as contended when
+    /// it began to wait; the snapshot takes it back out of `contended`).
+    TimedOut,
 }
 
 /// Number of `WaitEvent`s.
-pub(crate) const WAIT_EVENTS: usize = 8;
+pub(crate) const WAIT_EVENTS: usize = 9;
 
 /// The index of `access` in a block's per-access arrays (0: reads, 1:
 /// writes, an upgradable read being a write).

@@ -12,7 +12,10 @@ use crate::class::{LockKind, registry};
 pub struct Snapshot {
     /// Whether statistics were being collected when it was taken.
     pub enabled: bool,
-    /// Hold times are sampled on 1 in this many acquisitions per thread.
+    /// Hold times are sampled on 1 in this many acquisitions per thread:
+    /// the rate when the snapshot was taken. Holds recorded before a
+    /// [`set_hold_sample`](super::set_hold_sample) since the last reset
+    /// were sampled at the rate of their time.
     pub hold_sample: u32,
     /// Events the profiler could not count since the last reset (made from
     /// inside itself: an allocator built on an instrumented lock).
@@ -45,7 +48,9 @@ pub struct ClassStats {
 pub struct AccessStats {
     /// Acquisitions (for a SeqLock read, reads; for RefreshOnce, calls).
     pub acquisitions: u64,
-    /// Acquisitions that took the slow path.
+    /// Acquisitions that took the slow path (never more than
+    /// `acquisitions`: timed attempts that waited and gave up are in
+    /// `events.timeouts` instead).
     pub contended: u64,
     /// Time from entering the slow path to holding the lock (contended
     /// acquisitions only).
@@ -88,6 +93,10 @@ pub struct WaitEvents {
     pub wakes: u64,
     /// Sleepers woken without it (they slept again).
     pub spurious_wakes: u64,
+    /// Timed acquisitions (`try_lock_for`, ...) that waited and gave up
+    /// without the lock.
+    #[serde(default)]
+    pub timeouts: u64,
 }
 
 impl WaitEvents {
@@ -100,6 +109,7 @@ impl WaitEvents {
         self.parks += o.parks;
         self.wakes += o.wakes;
         self.spurious_wakes += o.spurious_wakes;
+        self.timeouts += o.timeouts;
     }
 }
 
@@ -127,6 +137,9 @@ pub struct Events {
     pub wakes: u64,
     /// Sleepers woken without it (they slept again).
     pub spurious_wakes: u64,
+    /// Timed acquisitions that waited and gave up without the lock.
+    #[serde(default)]
+    pub timeouts: u64,
     /// PerCpuRwLock reads on the reader's own slot.
     pub fast_reads: u64,
     /// PerCpuRwLock reads through the underlying lock.
@@ -176,6 +189,7 @@ impl Events {
             parks: w.parks,
             wakes: w.wakes,
             spurious_wakes: w.spurious_wakes,
+            timeouts: w.timeouts,
             // Merging an empty histogram (no buckets) adds nothing.
             ..Events::default()
         });
@@ -199,6 +213,7 @@ impl Events {
         self.parks += o.parks;
         self.wakes += o.wakes;
         self.spurious_wakes += o.spurious_wakes;
+        self.timeouts += o.timeouts;
         self.fast_reads += o.fast_reads;
         self.fallback_reads += o.fallback_reads;
         self.revocations.merge(&o.revocations);
@@ -303,13 +318,16 @@ pub(crate) fn collect() -> Snapshot {
                 parks: wv(WaitEvent::Park),
                 wakes: wv(WaitEvent::Wake),
                 spurious_wakes: wv(WaitEvent::SpuriousWake),
+                timeouts: wv(WaitEvent::TimedOut),
             };
             c.events.add_waits(&events);
             let long_holds = wv(WaitEvent::LongHold);
             c.events.long_holds += long_holds;
             mine.merge(&AccessStats {
                 acquisitions: load(&live.acquisitions),
-                contended: load(&live.contended),
+                // A timed attempt that gave up was counted contended
+                // when it began to wait, in this same block.
+                contended: load(&live.contended).saturating_sub(events.timeouts),
                 wait: live.wait.read(),
                 hold: live.hold.read(),
                 long_holds,

@@ -98,6 +98,7 @@ pub(crate) fn access_events_line(a: &AccessStats) -> String {
     item(&mut s, "parks", e.parks);
     item(&mut s, "wakes", e.wakes);
     item(&mut s, "spurious-wakes", e.spurious_wakes);
+    item(&mut s, "timeouts", e.timeouts);
     item(&mut s, "long-holds", a.long_holds);
     s
 }
