@@ -222,6 +222,28 @@ static FALLBACK: Mutex<SysVec<Option<&'static Block>>> = Mutex::new(SysVec::new(
 /// allocator built on an instrumented lock, while a block was allocated).
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 
+/// Serialises [`reset`] and snapshots (`snapshot::collect`): reset bumps
+/// the epoch (the blocks read as zero at once) and then rebases the fast
+/// arrays; a snapshot between the two would add the arrays' old counts to
+/// the blocks' new ones. Taken first, before any other of these mutexes,
+/// and only by those two calls (never by counting), so a global allocator
+/// on an instrumented lock cannot wait for it.
+static RESET_GATE: Mutex<()> = Mutex::new(());
+
+/// Holds off [`reset`] (or waits for one to finish) while a snapshot sums
+/// the counts.
+pub(crate) fn reset_gate() -> MutexGuard<'static, ()> {
+    guard(&RESET_GATE)
+}
+
+/// Test hook: `reset` sleeps this many milliseconds between its epoch bump
+/// and its rebasing of the fast arrays, with `IN_RESET_PAUSE` set.
+#[cfg(test)]
+pub(crate) static RESET_PAUSE_MS: AtomicU64 = AtomicU64::new(0);
+#[cfg(test)]
+pub(crate) static IN_RESET_PAUSE: core::sync::atomic::AtomicBool =
+    core::sync::atomic::AtomicBool::new(false);
+
 fn guard<T>(m: &'static Mutex<T>) -> MutexGuard<'static, T> {
     // Every update of these leaves them consistent; poisoning is moot.
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -850,9 +872,19 @@ pub(crate) fn revocation(class: u32, cost_ns: u64, heavy: bool) {
 
 /// Starts a new epoch: every count reads as zero from now on.
 pub(crate) fn reset() {
+    let _gate = reset_gate();
     // Relaxed: owners and snapshots compare epochs; a late view only makes
     // a few in-flight events count in the old epoch.
     EPOCH.fetch_add(1, Ordering::Relaxed);
+    #[cfg(test)]
+    {
+        let ms = RESET_PAUSE_MS.load(Ordering::Relaxed);
+        if ms != 0 {
+            IN_RESET_PAUSE.store(true, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            IN_RESET_PAUSE.store(false, Ordering::SeqCst);
+        }
+    }
     // "Zeroes every count": the dropped events too.
     DROPPED.store(0, Ordering::Relaxed);
     // The fast counts: what the live arrays hold now is the new zero, and
@@ -961,5 +993,43 @@ mod tests {
                 );
             });
         });
+    }
+
+    #[test]
+    fn a_snapshot_during_a_reset_is_all_before_or_all_after_it() {
+        use crate::class::{ClassRef, LockClass, LockKind};
+        static C: LockClass = LockClass::new("counters-reset-gate");
+        let class = ClassRef::of(&C).resolve(LockKind::QRwLock).index;
+        let reads = |snap: &super::super::Snapshot| {
+            snap.class("counters-reset-gate")
+                .map_or(0, |c| c.read.acquisitions)
+        };
+        // Ten reads in the thread's fast array, one (with a wait) in its
+        // block: a reset zeroes the block at its epoch bump and the array
+        // at its rebasing.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for _ in 0..10 {
+                    passed_uncontended(class, Access::Read);
+                }
+                passed(class, Access::Read, now_ns());
+            });
+        });
+        let before = reads(&super::super::snapshot());
+        assert!(before == 11 || before == 0, "{before}");
+        RESET_PAUSE_MS.store(300, Ordering::Relaxed);
+        std::thread::scope(|s| {
+            let r = s.spawn(reset);
+            let start = std::time::Instant::now();
+            while !IN_RESET_PAUSE.load(Ordering::SeqCst) && !r.is_finished() {
+                assert!(start.elapsed().as_secs() < 60, "reset never paused");
+                std::thread::yield_now();
+            }
+            // Inside the pause (or after the reset): 0, never the array's
+            // 10 without the block's 1.
+            let during = reads(&super::super::snapshot());
+            assert_eq!(during, 0);
+        });
+        RESET_PAUSE_MS.store(0, Ordering::Relaxed);
     }
 }

@@ -58,7 +58,13 @@
 //!   every long hold or to test exact histograms.
 //!
 //! A snapshot taken while threads run may lag by the events in flight;
-//! taken after they stop it is exact. [`reset`] zeroes everything.
+//! taken after they stop it is exact. [`reset`] zeroes everything; a
+//! snapshot taken while another thread resets sees the counts all before
+//! or all after the reset. An operation in flight at a reset is counted
+//! partly in each: a hold acquired before it and released after is
+//! recorded after it without its acquisition, so just after a reset a
+//! class's sampled holds can outnumber its acquisitions by the holds then
+//! in flight (likewise a wait begun before it).
 //!
 //! # Hold times and lock_api guards
 //! The acquisition's sample start travels in the lock_api 0.5 guard state
@@ -118,7 +124,8 @@ pub fn is_enabled() -> bool {
 }
 
 /// Zeroes every count (a new epoch: blocks of other threads are zeroed by
-/// their owners, never written from here).
+/// their owners, never written from here). A concurrent [`snapshot`] sees
+/// the counts all before or all after it.
 pub fn reset() {
     counters::reset();
 }

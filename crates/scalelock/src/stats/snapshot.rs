@@ -295,6 +295,8 @@ pub(crate) fn ratio(a: u64, b: u64) -> f64 {
 
 /// Sums the live blocks of the current epoch into a snapshot.
 pub(crate) fn collect() -> Snapshot {
+    // All before or all after a concurrent reset (see `reset_gate`).
+    let _gate = counters::reset_gate();
     let infos = registry::all();
     let mut classes: Vec<Option<ClassStats>> = std::vec![None; infos.len()];
     counters::live_blocks(|b| {
