@@ -69,15 +69,18 @@ pub struct BenchArgs {
     pub workload: WorkloadArg,
     /// kv: weights that split the non-lookup share into inserts, updates
     /// and removes (2:3:1 with 94% lookups is bustle's read_heavy: 2%
-    /// inserts, 3% updates, 1% removes).
-    #[arg(long = "kv-writes", value_name = "I:U:R", default_value_t = KvMix::READ_HEAVY, value_parser = KvMix::parse)]
-    pub kv_writes: KvMix,
+    /// inserts, 3% updates, 1% removes) [default: 2:3:1; only with
+    /// `--workload kv`].
+    #[arg(long = "kv-writes", value_name = "I:U:R", value_parser = KvMix::parse)]
+    pub kv_writes: Option<KvMix>,
     /// Seconds per run.
     #[arg(long, default_value_t = 0.2, value_name = "SECONDS")]
     pub runtime: f64,
-    /// Units of work inside each critical section (`lock` workload).
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub load: u32,
+    /// Units of work inside each critical section, 0 to 10,000,000 (a unit
+    /// is a dependent multiply-add, about a nanosecond) [default: 1; only
+    /// with `--workload lock`].
+    #[arg(long, value_name = "N")]
+    pub load: Option<u32>,
     /// Where to write every run as JSON [default: OUT/results.json].
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -192,6 +195,10 @@ pub struct ScenarioArgs {
     #[arg(long)]
     pub stats: bool,
 }
+
+/// The most units of work `--load` may put in one critical section: about
+/// 10 ms of work, so that a run still ends close to its `--runtime`.
+pub const MAX_LOAD: u32 = 10_000_000;
 
 /// The most threads one run may ask for.
 pub const MAX_THREADS: usize = 4096;

@@ -32,15 +32,23 @@ pub fn runtime(secs: f64) -> String {
     format!("{secs}s")
 }
 
-/// `Running locktest with NAME [runtime = 1s, (r% = 50%, )load = 1]`.
-pub fn header(lock: &str, kind: Kind, runtime_s: f64, read_pct: Option<Pct>, load: u32) -> String {
-    let rt = runtime(runtime_s);
-    match (kind, read_pct) {
-        (Kind::RwLock, Some(r)) => {
-            format!("Running locktest with {lock} [runtime = {rt}, r% = {r}%, load = {load}]")
-        }
-        _ => format!("Running locktest with {lock} [runtime = {rt}, load = {load}]"),
+/// `Running locktest with NAME [runtime = 1s, (r% = 50%, )load = 1]`; a
+/// run without work units (a scenario's) has no `load`.
+pub fn header(
+    lock: &str,
+    kind: Kind,
+    runtime_s: f64,
+    read_pct: Option<Pct>,
+    load: Option<u32>,
+) -> String {
+    let mut params = format!("runtime = {}", runtime(runtime_s));
+    if let (Kind::RwLock, Some(r)) = (kind, read_pct) {
+        params.push_str(&format!(", r% = {r}%"));
     }
+    if let Some(load) = load {
+        params.push_str(&format!(", load = {load}"));
+    }
+    format!("Running locktest with {lock} [{params}]")
 }
 
 /// `Running locktest with NAME [runtime = 1s, workload = kv, r% = 94%, mix
@@ -88,19 +96,25 @@ mod tests {
     #[test]
     fn seed_lines() {
         assert_eq!(
-            header("rwlock", Kind::RwLock, 10.0, Some(Pct::whole(50)), 1),
+            header("rwlock", Kind::RwLock, 10.0, Some(Pct::whole(50)), Some(1)),
             "Running locktest with rwlock [runtime = 10s, r% = 50%, load = 1]"
         );
         assert_eq!(
-            header("spinlock", Kind::Mutex, 10.0, None, 1),
+            header("spinlock", Kind::Mutex, 10.0, None, Some(1)),
             "Running locktest with spinlock [runtime = 10s, load = 1]"
         );
         assert_eq!(
-            header("qspinlock", Kind::Mutex, 0.5, Some(Pct::whole(50)), 1),
+            header("qspinlock", Kind::Mutex, 0.5, Some(Pct::whole(50)), Some(1)),
             "Running locktest with qspinlock [runtime = 0.5s, load = 1]"
         );
         assert_eq!(
-            header("qrwlock", Kind::RwLock, 0.5, Pct::parse("99.9").ok(), 1),
+            header(
+                "qrwlock",
+                Kind::RwLock,
+                0.5,
+                Pct::parse("99.9").ok(),
+                Some(1)
+            ),
             "Running locktest with qrwlock [runtime = 0.5s, r% = 99.9%, load = 1]"
         );
         assert_eq!(

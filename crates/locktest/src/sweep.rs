@@ -57,6 +57,29 @@ impl Plan {
     /// Checks the flags and builds the sweep.
     pub fn new(args: &BenchArgs) -> Result<Plan, Usage> {
         let kv = args.workload == WorkloadArg::Kv;
+        if !kv && args.kv_writes.is_some() {
+            return Err(Usage(
+                "--kv-writes: only with --workload kv (the lock workload has no inserts, \
+                 updates or removes)"
+                    .into(),
+            ));
+        }
+        let load = match (kv, args.load) {
+            (true, Some(_)) => {
+                return Err(Usage(
+                    "--load: only with --workload lock (the kv workload's critical sections \
+                     are its map operations)"
+                        .into(),
+                ));
+            }
+            (_, Some(n)) if n > args::MAX_LOAD => {
+                return Err(Usage(format!(
+                    "--load: {n} is more than {} units per critical section",
+                    args::MAX_LOAD
+                )));
+            }
+            (_, n) => n.unwrap_or(1),
+        };
         let mut locks = args::select_locks(&args.lock)?;
         if kv && args.lock.is_empty() {
             locks.retain(|l| l.kind == Kind::RwLock);
@@ -81,10 +104,10 @@ impl Plan {
             threads,
             read_pcts,
             runtime: args::check_seconds("--runtime", args.runtime)?,
-            load: args.load,
+            load,
             rounds: args::check_rounds(args.rounds)?,
             workload: if kv {
-                Workload::Kv(args.kv_writes)
+                Workload::Kv(args.kv_writes.unwrap_or(KvMix::READ_HEAVY))
             } else {
                 Workload::Lock
             },
@@ -143,7 +166,7 @@ impl Plan {
                 } else {
                     Kind::Mutex
                 };
-                format::header(&rec.lock, kind, rec.runtime, rec.read_pct, self.load)
+                format::header(&rec.lock, kind, rec.runtime, rec.read_pct, Some(self.load))
             }
         };
         let s = &rec.stats;

@@ -768,6 +768,42 @@ fn a_torture_thread_sum_that_overflows_is_a_usage_error() {
         .stdout(predicate::str::is_empty());
 }
 
+/// Flags the chosen workload does not use are refused, not ignored, and
+/// `--load` is bounded.
+#[test]
+fn bench_flags_of_the_other_workload_are_refused() {
+    for (args, flag) in [
+        (&["--kv-writes", "1:1:1"][..], "--kv-writes"),
+        (
+            &["--workload", "lock", "--kv-writes", "1:1:1"],
+            "--kv-writes",
+        ),
+        (&["--workload", "kv", "--load", "5"], "--load"),
+        (&["--load", "10000001"], "--load"),
+    ] {
+        let assert = locktest()
+            .args(["bench", "--lock", "qrwlock", "--threads", "1"])
+            .args([
+                "--runtime",
+                "0.01",
+                "--rounds",
+                "1",
+                "--quiet",
+                "--no-plots",
+            ])
+            .args(args)
+            .assert()
+            .code(2)
+            .stdout(predicate::str::is_empty());
+        let err = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+        assert!(
+            err.starts_with(&format!("locktest: error: {flag}")),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
 /// An output folder that cannot be created is refused before the sweep
 /// runs, not after it (when the results would be lost).
 #[test]

@@ -112,6 +112,22 @@ use before_fn;
 /// `locktest scenario ...`: validate, run, print, write the JSON and charts.
 pub fn command(args: &ScenarioArgs) -> Result<(), Failure> {
     if args.name == "list" {
+        let given: Vec<&str> = [
+            (!args.lock.is_empty(), "--lock"),
+            (!args.threads.is_empty(), "--threads"),
+            (args.json.is_some(), "--json"),
+            (args.stats, "--stats"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect();
+        if !given.is_empty() {
+            return Err(Usage(format!(
+                "{}: `scenario list` only lists the scenarios (run one with `scenario NAME`)",
+                given.join(", ")
+            ))
+            .into());
+        }
         for s in SCENARIOS {
             emit(&format!("{:<8}  {}\n", s.name, s.about));
         }

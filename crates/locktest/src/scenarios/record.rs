@@ -77,7 +77,7 @@ impl ScenarioRun {
         }
         format!(
             "{}\n{}\n{}\nThreads = {}, {metrics}violations = {}\n\n",
-            format::header(&name, Kind::Mutex, self.runtime, None, 1),
+            format::header(&name, Kind::Mutex, self.runtime, None, None),
             format::min_mean_max(s.threads, s.min, s.mean, s.max),
             format::rates(s.threads, s.total_rate, s.percpu_rate),
             s.threads,
