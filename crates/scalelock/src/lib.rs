@@ -162,5 +162,5 @@ pub use crate::thread_id::RawThreadId;
 #[doc(hidden)]
 pub mod __test {
     #[cfg(all(feature = "std", not(any(loom, shuttle))))]
-    pub use crate::platform::hog_queue_nodes;
+    pub use crate::platform::{hog_queue_nodes, queue_node_of_this_thread};
 }

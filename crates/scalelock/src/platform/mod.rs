@@ -52,7 +52,7 @@ pub use self::std_impl::StdPlatform;
 #[cfg(all(feature = "std", not(any(loom, shuttle))))]
 pub use self::std_impl::asymmetric_fences_active;
 #[cfg(all(feature = "std", not(any(loom, shuttle))))]
-pub use self::std_impl::hog_queue_nodes;
+pub use self::std_impl::{hog_queue_nodes, queue_node_of_this_thread};
 
 #[cfg(loom)]
 mod loom_impl;

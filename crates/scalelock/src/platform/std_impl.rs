@@ -15,7 +15,7 @@ mod nodes;
 
 pub use self::fence::asymmetric_fences_active;
 #[doc(hidden)]
-pub use self::nodes::hog_queue_nodes;
+pub use self::nodes::{hog_queue_nodes, queue_node_of_this_thread};
 
 /// The default platform with `std` (see the module docs of `platform`).
 #[derive(Debug, Clone, Copy, Default)]

@@ -5,7 +5,9 @@
 //! Capacity is 65,535 nodes (what a 16-bit lock tail can name). A thread that
 //! finds none free, or that locks from a thread-local destructor after its
 //! node was released, gets `None` and waits unqueued (see `qspinlock.rs`):
-//! still correct, no longer FIFO. Threads may come and go without limit.
+//! still correct, no longer FIFO. One that found the table full asks again
+//! once an exited thread has given a node back (a Relaxed load of the free
+//! count per ask until then). Threads may come and go without limit.
 //! So does a lock taken while the thread's node is being set up or waited
 //! on (a new segment is allocated through the global allocator, which may
 //! sit on a lock of this crate): `tests/allocator_on_a_queued_lock.rs`.
@@ -48,6 +50,11 @@ struct FreeList {
     /// stack cannot overflow.
     indices: [u16; SEGMENTS * SEGMENT_LEN],
 }
+
+/// `FreeList::len`, readable without the mutex: a thread that found the
+/// table full asks again only when it is not 0. Relaxed: a hint; a stale
+/// 0 only delays the next ask to a later wait.
+static FREE_LEN: AtomicU32 = AtomicU32::new(0);
 
 fn free_list() -> std::sync::MutexGuard<'static, FreeList> {
     // Every update leaves the list consistent.
@@ -97,6 +104,7 @@ fn allocate() -> Option<NodeIndex> {
         let mut free = free_list();
         if free.len > 0 {
             free.len -= 1;
+            FREE_LEN.store(free.len as u32, Ordering::Relaxed);
             return NodeIndex::new(free.indices[free.len]);
         }
     }
@@ -117,6 +125,7 @@ fn release(index: NodeIndex) {
     let len = free.len;
     free.indices[len] = index.get();
     free.len = len + 1;
+    FREE_LEN.store(free.len as u32, Ordering::Relaxed);
 }
 
 /// A thread's claim on its node (returned to the free list at thread
@@ -125,7 +134,8 @@ struct Slot(Cell<Option<NodeIndex>>, Cell<u8>);
 
 /// `current` may hand the node out (or allocate one).
 const HAND_OUT: u8 = 0;
-/// The table was full when the thread asked: it waits unqueued.
+/// The table was full when the thread asked: it waits unqueued until an
+/// exited thread gives a node back (`FREE_LEN`), then asks again.
 const NONE_LEFT: u8 = 1;
 /// The node is being allocated or waited on: a lock taken meanwhile on
 /// this thread (a global allocator built on a lock of this crate, when
@@ -155,8 +165,10 @@ std::thread_local! {
 #[inline]
 pub(super) fn current() -> Option<NodeIndex> {
     SLOT.try_with(|slot| {
-        if slot.1.get() != HAND_OUT {
-            return None;
+        match slot.1.get() {
+            HAND_OUT => {}
+            NONE_LEFT if FREE_LEN.load(Ordering::Relaxed) != 0 => {}
+            _ => return None,
         }
         slot.1.set(IN_USE);
         if let Some(i) = slot.0.get() {
@@ -182,6 +194,16 @@ pub(super) fn returned(index: NodeIndex) {
             slot.1.set(HAND_OUT);
         }
     });
+}
+
+/// Test support: the calling thread's queue node index, as a lock's slow
+/// path would get it (allocated on first use), and given back at once;
+/// `None` if it would wait unqueued.
+#[doc(hidden)]
+pub fn queue_node_of_this_thread() -> Option<u16> {
+    let node = current()?;
+    returned(node);
+    Some(node.get())
 }
 
 /// Test support: takes up to `n` free node indices forever, so that a test can
