@@ -105,7 +105,15 @@ fn allocate() -> Option<NodeIndex> {
         if free.len > 0 {
             free.len -= 1;
             FREE_LEN.store(free.len as u32, Ordering::Relaxed);
-            return NodeIndex::new(free.indices[free.len]);
+            let index = NodeIndex::new(free.indices[free.len]);
+            // An exited thread's node: its batch debt was the dead owner's.
+            // (A waiter that settles a debt on it after this, for a batch
+            // the old owner ran, leaves the new owner that one batch's
+            // debt: a hint, see `BatchDebt`.)
+            if let Some(index) = index {
+                get(index).debt.clear();
+            }
+            return index;
         }
     }
     let i = HIGH_WATER
@@ -217,6 +225,30 @@ pub fn hog_queue_nodes(n: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A node index given back by an exited thread reaches its next owner
+    /// without the old owner's batch debt.
+    #[test]
+    fn a_reused_node_owes_no_batch_debt() {
+        use crate::wait::TUNING;
+        const LOCK: usize = 0x5eed_0000;
+        let full = TUNING.batch_ns;
+        for _ in 0..100 {
+            let index = allocate().expect("a node");
+            get(index).debt.settle(LOCK, full + 1_000_000);
+            assert!(get(index).debt.batch_ns(LOCK) < full, "the debt counts");
+            release(index);
+            // Other tests' threads may give their nodes back meanwhile:
+            // whichever comes out, it owes nothing on LOCK.
+            let again = allocate().expect("a node");
+            assert_eq!(get(again).debt.batch_ns(LOCK), full);
+            release(again);
+            if again == index {
+                return;
+            }
+        }
+        panic!("never got the node back");
+    }
 
     #[test]
     fn a_node_in_use_is_not_handed_out_again() {

@@ -616,6 +616,14 @@ impl BatchDebt {
         TUNING.batch_ns - self.owed(lock).min(TUNING.batch_ns - floor)
     }
 
+    /// Forgets the debt: the node goes to a new owner (a thread's node
+    /// index is reused after it exits), which owes nothing.
+    #[inline]
+    pub(crate) fn clear(&self) {
+        self.lock.store(0, Ordering::Relaxed);
+        self.ns.store(0, Ordering::Relaxed);
+    }
+
     /// Settles one batch on `lock` that ran `ran_ns`, from the holder's
     /// acquisition to its hand-off: the debt grows by what it ran beyond
     /// `batch_ns` and shrinks by what it ran short.
