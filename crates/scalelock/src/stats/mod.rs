@@ -204,6 +204,11 @@ impl core::fmt::Display for LongHold {
 /// [`Events::long_holds`]); `None` removes the hook (holds are still
 /// counted). Only sampled holds are seen: [`set_hold_sample`]`(1)` to see
 /// them all. `threshold_ns = u64::MAX` turns detection off (the default).
+///
+/// A panic from `hook` reaches the code that released the lock (the
+/// guard's drop), except while that thread is already unwinding from
+/// another panic (a guard dropped on the way out): then it is caught and
+/// dropped, where it would otherwise abort the process.
 pub fn set_long_hold_hook(threshold_ns: u64, hook: Option<fn(&LongHold)>) {
     *LONG_HOLD_HOOK
         .write()
@@ -223,12 +228,20 @@ pub(crate) fn report_long_hold(class: u32, access: Access, hold_ns: u64) {
         .unwrap_or_else(PoisonError::into_inner);
     if let Some(hook) = hook {
         let info = registry::info(class);
-        hook(&LongHold {
+        let long = LongHold {
             class: info.name,
             site: info.site_string(),
             kind: info.kind,
             read: access.is_read(),
             hold_ns,
-        });
+        };
+        if std::thread::panicking() {
+            // A guard dropped while its thread unwinds: a second panic
+            // from the hook here would abort the process. Caught and
+            // dropped (the panic hook has printed it).
+            let _ = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| hook(&long)));
+        } else {
+            hook(&long);
+        }
     }
 }
