@@ -769,7 +769,8 @@ impl ReaderTable {
 
     /// Whether a symmetric revocation at `now_ns` may probe the biased mode
     /// (one in `pc_sym_probe` does): the class's last heavy fence began at
-    /// least `pc_probe_fences` times its cost ago, or there was none yet.
+    /// least `pc_probe_fences` times its cost ago (at most
+    /// `pc_probe_wait_max_ns` ago), or there was none yet.
     /// That fence's own cost, not the cheaper of the last two: where the
     /// fence is sometimes cheap (no other CPU runs our threads) and
     /// sometimes dear, a dear probe waits long before the next, where the
@@ -779,7 +780,10 @@ impl ReaderTable {
     pub(crate) fn probe_due(&self, now_ns: u64) -> bool {
         let since = now_ns.saturating_sub(self.fence_at_ns.load(Ordering::Relaxed));
         let fence = u64::from(self.fence_ns.load(Ordering::Relaxed));
-        since >= fence.saturating_mul(TUNING.pc_probe_fences)
+        since
+            >= fence
+                .saturating_mul(TUNING.pc_probe_fences)
+                .min(TUNING.pc_probe_wait_max_ns)
     }
 
     /// Counts a symmetric revocation of the class's locks and returns the

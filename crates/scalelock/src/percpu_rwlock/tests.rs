@@ -1984,3 +1984,24 @@ fn a_write_without_a_class_total_still_records_its_gap() {
     const { assert!(200_000 < TUNING.pc_rare_ns) };
     assert_eq!(write(), FAST | SYM, "one long gap judged alone");
 }
+
+/// The symmetric mode probes the biased one `pc_probe_fences` fence costs
+/// after the last heavy fence, but never waits past `pc_probe_wait_max_ns`:
+/// a fence stretched to seconds (a suspended VM, a stopped process) would
+/// otherwise hold the probes off for minutes.
+#[test]
+fn a_stretched_heavy_fence_holds_the_probe_off_for_a_bounded_time() {
+    let table = ReaderTable::new();
+    let at = 1_000;
+    // A 10 us fence: the probe waits 256 x 10 us.
+    table.dear_fences(10_000, u64::MAX, at);
+    let wait = 10_000 * TUNING.pc_probe_fences;
+    assert!(wait < TUNING.pc_probe_wait_max_ns);
+    assert!(!table.probe_due(at + wait - 1));
+    assert!(table.probe_due(at + wait));
+    // A 3 s fence: 256 x 3 s would be 13 minutes; the probe comes after
+    // pc_probe_wait_max_ns.
+    table.dear_fences(3_000_000_000, u64::MAX, at);
+    assert!(!table.probe_due(at + TUNING.pc_probe_wait_max_ns - 1));
+    assert!(table.probe_due(at + TUNING.pc_probe_wait_max_ns));
+}

@@ -207,6 +207,12 @@ pub(crate) struct Tuning {
     /// reads) probed every few tens of microseconds, each probe a fence of
     /// several microseconds where other CPUs run the readers.
     pub pc_probe_fences: u64,
+    /// The longest the probe (`pc_probe_fences`) waits after a heavy
+    /// fence, however long that fence took: one fence stretched by a
+    /// suspended VM or a stopped process (seconds) would otherwise hold off
+    /// every probe for `pc_probe_fences` times as long (minutes), keeping
+    /// the lock symmetric long after writes thinned out.
+    pub pc_probe_wait_max_ns: u64,
     /// A revocation after the bias was on for at least this many
     /// revocation costs brings the bias back at unlock, with no inhibition
     /// window: revoking at writes this sparse costs at most this fraction
@@ -351,6 +357,7 @@ const NATIVE: Tuning = Tuning {
     pc_sym_cost_ns: 2_000,
     pc_sym_probe: 64,
     pc_probe_fences: 256,
+    pc_probe_wait_max_ns: 1_000_000_000,
     pc_keep_factor: 4,
     pc_read_saving_ns: 10,
     pc_read_saving_shared_ns: 30,
@@ -436,6 +443,7 @@ const LOOM: Tuning = Tuning {
     pc_sym_probe: 2,
     // No wait: models have no real fence cost.
     pc_probe_fences: 0,
+    pc_probe_wait_max_ns: 0,
     pc_keep_factor: 8,
     // Off: the models decide by the stepped times alone.
     pc_read_saving_ns: 0,
