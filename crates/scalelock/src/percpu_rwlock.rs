@@ -225,11 +225,15 @@
 //! # Recursive reads
 //! Supported on one thread in any nesting and unlock order, and a read of a
 //! lock the thread already read-holds never waits. A fast read counts its
-//! depth in the slot. A read through the underlying lock is recorded by
-//! lock in the slot or the thread-local list when it had to wait, but the
-//! common inhibited read, which did not, is only counted, per thread
+//! depth in the slot, up to `DEPTH_MASK` (16,383) reads of the lock held at
+//! once: one more panics, before it takes anything. A read through the
+//! underlying lock is recorded by lock in the slot or the thread-local list
+//! (`HeldReads`, a few entries) when it had to wait, but the common
+//! inhibited read, which did not, is only counted, per thread
 //! (`CountedReads`): storing to the slot there doubled the cost of an
-//! inhibited read. So a read whose quick attempt fails (a writer holds or
+//! inhibited read. A read that finds the list full is counted too (left
+//! unrecorded, its recursive read queued behind a writer waiting for it: a
+//! deadlock). So a read whose quick attempt fails (a writer holds or
 //! waits), by a thread that holds counted reads, cannot tell whether it
 //! holds *this* lock: it joins the underlying readers past waiting writers
 //! unless a writer is inside, which means it holds none of it (then it
@@ -420,6 +424,11 @@ fn since_stamp(state: u64, now_ns: u64) -> i64 {
 /// runs out of time while fast readers drain leaves the bias as it found
 /// it. `RawRwLockUpgradeDowngrade` is not implemented (see the module docs,
 /// "Timed and fair operations").
+///
+/// # Panics
+/// A read by a thread that already holds 16,383 reads of the lock through
+/// its reader slot (recursive reads whose guards are all alive) panics,
+/// before it takes anything.
 #[repr(C)]
 pub struct RawPerCpuRwLock<P: Platform = DefaultPlatform> {
     /// Writers and slow readers.
@@ -1061,7 +1070,8 @@ impl<P: Platform> RawPerCpuRwLock<P> {
 
     /// Finishes a slow read, with the underlying read lock held: re-enables
     /// the bias if due, records the read in the thread's slot `mine` if that
-    /// is free, else in the thread-local list.
+    /// is free, else in the thread-local list, else (the list is full)
+    /// counts it in the thread's `CountedReads`.
     fn enter_underlying(&self, mine: Option<&'static Slot>) -> PerCpuReadToken {
         // Only this thread writes its slot, so the slot is still as free as
         // it was before we queued on the underlying lock.
@@ -1069,9 +1079,17 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return self.enter_underlying_slot(slot);
         }
         self.maybe_reenable(mine);
-        let id = self.state.load(Ordering::Relaxed) & ID_MASK;
-        held_list::push::<P>(id, mine);
-        PerCpuReadToken::underlying()
+        let s = self.state.load(Ordering::Relaxed);
+        if held_list::push::<P>(s & ID_MASK, mine) {
+            return PerCpuReadToken::underlying();
+        }
+        // The list is full: count the read as the common inhibited read is,
+        // so that a recursive read of this lock still joins its readers
+        // past waiting writers (a thread with counted reads does, see
+        // "Recursive reads"); unrecorded, it queued behind a writer that
+        // waits for this read. Without per-thread state, unrecorded.
+        self.count_read(s)
+            .unwrap_or_else(PerCpuReadToken::underlying)
     }
 
     /// Gives the lock a unique id on first use (an `INIT` lock), and binds
@@ -2183,19 +2201,19 @@ mod held_list {
     use crate::reader_table::Slot;
     use crate::sync::atomic::Ordering;
 
-    /// Records a first read of lock `id` through the underlying lock. When
-    /// the list is full (more than a handful of locks read-held at once
-    /// that way) the read goes unrecorded: a recursive read of it then
-    /// behaves like `QRwLock`'s.
+    /// Records a first read of lock `id` through the underlying lock; false
+    /// when the list is full (more than a handful of locks read-held at
+    /// once that way) or the platform has no per-thread state: then the
+    /// read is not recorded here (`enter_underlying` counts it instead).
     #[inline]
-    pub(super) fn push<P: Platform>(id: u64, mine: Option<&'static Slot>) {
-        if P::with_local(|l| l.held_reads.push(id, mine.is_some())).unwrap_or(false)
-            && let Some(slot) = mine
-        {
+    pub(super) fn push<P: Platform>(id: u64, mine: Option<&'static Slot>) -> bool {
+        let recorded = P::with_local(|l| l.held_reads.push(id, mine.is_some())).unwrap_or(false);
+        if recorded && let Some(slot) = mine {
             // Relaxed: only this thread reads or writes its own count.
             let listed = slot.listed();
             listed.store(listed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         }
+        recorded
     }
 
     /// One more read of `id`, if the calling thread read-holds it through

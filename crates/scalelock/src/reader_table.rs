@@ -430,8 +430,12 @@ impl ReaderTable {
 
     /// An empty table whose writers, after revoking the read fast path, keep
     /// readers on the underlying lock for `multiplier` times the revocation's
-    /// cost (BRAVO). `0` re-enables the fast path at every write unlock, so
-    /// every write pays the revocation (a membarrier and a slot scan).
+    /// cost (BRAVO). `0` re-enables the fast path at every write unlock
+    /// (Xen's policy), so every write pays a revocation: a slot scan after
+    /// the heavy fence (a `membarrier` on std), or after a plain full fence
+    /// where the lock runs symmetric (the class's heavy fences were dear
+    /// twice in a row, or the platform has no asymmetric fences; its
+    /// readers then pay a full fence each).
     #[cfg(not(loom))]
     pub const fn with_inhibition(multiplier: u8) -> Self {
         Self {

@@ -292,6 +292,50 @@ fn first_read_is_fast_and_xen_mode_restores_bias() {
     unsafe { raw.unlock_shared(t) };
 }
 
+/// A thread's recursive reads of one lock nest in its slot up to
+/// `DEPTH_MASK` deep; one more panics before taking anything, and the lock
+/// stays usable (the `# Panics` of `RawPerCpuRwLock`).
+#[test]
+#[cfg_attr(miri, ignore = "16,383 reads held at once: slow under Miri")]
+fn recursive_slot_reads_are_bounded() {
+    let lock: Lock<u32> = Lock::from_raw(Raw::with_table(&XEN), 0);
+    let mut reads = Vec::new();
+    let overflow = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        for _ in 0..=DEPTH_MASK {
+            reads.push(lock.read());
+        }
+    }));
+    assert!(overflow.is_err(), "a read past the slot's depth");
+    assert_eq!(reads.len() as u64, DEPTH_MASK);
+    drop(reads);
+    *lock.write() += 1;
+    assert_eq!(*lock.read(), 1);
+}
+
+/// A Xen table (`with_inhibition(0)`) brings the bias back at every write,
+/// but not always with the heavy fence: once the class's heavy fences were
+/// dear twice in a row the lock runs symmetric, and its writes revoke
+/// with a plain full fence (`ReaderTable::with_inhibition`).
+#[test]
+fn xen_mode_goes_symmetric_when_heavy_fences_are_dear() {
+    static XEN_DEAR: ReaderTable = ReaderTable::with_inhibition(0);
+    // Each heavy fence takes 60 µs: dear (`pc_sym_cost_ns`).
+    let raw = RawPerCpuRwLock::<TestPlatform<60_000>>::with_table(&XEN_DEAR);
+    const { assert!(TUNING.pc_sym_cost_ns <= 60_000) };
+    let first = write_once(&raw);
+    let second = write_once(&raw);
+    assert_ne!(first & FAST, 0, "Xen mode: the write restores the bias");
+    assert_eq!(
+        second & (FAST | SYM),
+        FAST | SYM,
+        "two dear heavy fences in a row: symmetric, no heavy fence at the next write"
+    );
+    let t = raw.lock_shared();
+    assert!(fast(&t), "still a slot read");
+    // SAFETY: from `lock_shared` above.
+    unsafe { raw.unlock_shared(t) };
+}
+
 #[test]
 fn a_new_thread_s_first_read_gets_its_slot_and_is_fast() {
     // The inline read takes only an index the thread already has; the
