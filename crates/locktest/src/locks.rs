@@ -8,7 +8,7 @@
 //! bench, the scenarios and the torture get one monomorphized loop per lock
 //! without the registry knowing any of them.
 //!
-//! Adding a lock: one line in [`registry!`] below, and a `Lockable` line in
+//! Adding a lock: one line in `registry!` below, and a `Lockable` line in
 //! `lockable.rs` if its type is new.
 
 use crate::lockable::{Caps, Kind, LockRole, Lockable};

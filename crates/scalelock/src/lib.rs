@@ -11,8 +11,9 @@
 //! | [`ReentrantMutex`] | a mutex the holding thread may lock again (callbacks that re-enter, layered code taking the same lock): a [`QSpinLock`] plus an owner and a count; needs `std` |
 //! | [`RefreshOnce`] | a value many threads want recomputed (a clock, a cache): one recomputes while the others wait and share its result; every caller gets a result computed after it arrived and waits for at most one update beyond the one in progress |
 //!
-//! All locks implement the [`lock_api`] 0.5 raw traits, so they come with the
-//! usual `Mutex`/`RwLock` guards. A [`Condvar`] waits with a [`QSpinLock`]
+//! The mutexes and rwlocks implement the [`lock_api`] 0.5 raw traits, so
+//! they come with the usual `Mutex`/`RwLock` guards ([`SeqLock`] and
+//! [`RefreshOnce`] have APIs of their own). A [`Condvar`] waits with a [`QSpinLock`]
 //! (FIFO, no spurious wake-ups, `notify_all` wakes the waiters one after
 //! another as each re-takes the mutex instead of all at once). The algorithms are `no_std`; how a waiter
 //! sleeps and wakes is the [`platform::Platform`] trait, implemented for
@@ -31,9 +32,33 @@
 //! changing type names: `Mutex` → [`QSpinLock`], `RwLock` → [`QRwLock`] (or
 //! [`PerCpuRwLock`] for read-mostly data), `ReentrantMutex` stays
 //! [`ReentrantMutex`]; guards, `try_lock`, `unlock_fair`, upgradable reads,
-//! downgrades, `map` and the `arc_lock`/`serde` features work the same.
+//! upgrades, a write's downgrade to a read, `map` and the
+//! `arc_lock`/`serde` features work the same. What lock_api ties to
+//! `RawRwLockUpgradeDowngrade` does not exist here (see [`RawQRwLock`]):
+//! `RwLockWriteGuard::downgrade_to_upgradable`,
+//! `RwLockUpgradableReadGuard::downgrade`, `with_upgraded` and
+//! `try_with_upgraded*`.
 //! The repository's `examples/migrate_from_parking_lot.rs` shows a program
 //! on both.
+//!
+//! ```
+//! use scalelock::{QRwLock, QRwLockUpgradableReadGuard, QRwLockWriteGuard};
+//!
+//! let lock = QRwLock::new(1);
+//! let up = lock.upgradable_read();
+//! let mut w = QRwLockUpgradableReadGuard::upgrade(up);
+//! *w += 1;
+//! let r = QRwLockWriteGuard::downgrade(w);
+//! assert_eq!(*r, 2);
+//! ```
+//! An upgradable read does not go down to a plain read:
+//! ```compile_fail,E0599
+//! use scalelock::{QRwLock, QRwLockUpgradableReadGuard};
+//!
+//! let lock = QRwLock::new(1);
+//! let up = lock.upgradable_read();
+//! let _r = QRwLockUpgradableReadGuard::downgrade(up);
+//! ```
 //!
 //! # Features
 //! - `std` (default): the [`platform::StdPlatform`] (futexes,
@@ -114,6 +139,9 @@
 //! (Under valgrind, which translates code once, use `--smc-check=all` or
 //! set that variable, or switching may not reach code already run.)
 #![cfg_attr(not(feature = "std"), no_std)]
+// The docs link `ReentrantMutex` and `StdPlatform`, which exist with `std`
+// only: a `no_std` build's docs leave those links unresolved.
+#![cfg_attr(not(feature = "std"), allow(rustdoc::broken_intra_doc_links))]
 #![warn(missing_docs)]
 
 mod class;

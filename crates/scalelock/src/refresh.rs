@@ -253,7 +253,12 @@ const fn gate_index(target: u32) -> usize {
 /// refresh; see the module documentation.
 ///
 /// Each of its three parts has a cache line of its own (see "Cache lines"
-/// in the module docs), so it takes 384 bytes plus the value.
+/// in the module docs): the state, the gates, and the value with its
+/// sequence and writer lock (a [`SeqLock`]), each padded to 128 bytes. So
+/// with a value of up to 112 bytes (96 with the `stats` or `lockdep`
+/// feature, whose lock class adds 16 bytes to the `SeqLock`) it takes 384
+/// bytes in all; with a larger one, 256 bytes plus the
+/// `SeqLock` rounded up to a multiple of 128.
 pub struct RefreshOnce<T: NoUninit, P: Platform = DefaultPlatform> {
     /// Generation, `BUSY`, `NEXT`, `NEXT_PARKED`; see the module docs.
     state: Line<AtomicU32>,

@@ -14,8 +14,23 @@ const INSTRUMENTED: bool = cfg!(any(feature = "stats", feature = "lockdep"));
 
 #[test]
 fn sizes() {
-    // RefreshOnce is three 128-byte lines either way.
+    // RefreshOnce is three 128-byte lines either way, the third holding
+    // the value's SeqLock; a value that outgrows that line takes more.
     assert_eq!(size_of::<RefreshOnce<u64>>(), 384);
+    // The SeqLock's sequence and writer lock: 16 bytes, 32 with a class.
+    let seqlock_words = if INSTRUMENTED { 32 } else { 16 };
+    assert_eq!(size_of::<SeqLock<[u64; 12]>>(), seqlock_words + 96);
+    assert_eq!(size_of::<RefreshOnce<[u64; 12]>>(), 384);
+    if INSTRUMENTED {
+        assert_eq!(size_of::<RefreshOnce<[u64; 13]>>(), 512);
+    } else {
+        assert_eq!(size_of::<RefreshOnce<[u64; 14]>>(), 384);
+        assert_eq!(size_of::<RefreshOnce<[u64; 15]>>(), 512);
+    }
+    assert_eq!(
+        size_of::<RefreshOnce<[u64; 32]>>(),
+        256 + size_of::<SeqLock<[u64; 32]>>().next_multiple_of(128)
+    );
 
     let class = size_of::<ClassRef>();
     if INSTRUMENTED {

@@ -119,3 +119,24 @@ fn refresh_inside_its_own_update() {
     assert_eq!(R.refresh(|v| v + 1), 1);
     assert_eq!(lockdep::held_count(), 0);
 }
+
+/// Past `MAX_HELD`, an acquisition is not recorded on the held stack but
+/// is still checked against the locks on it.
+#[test]
+fn past_the_held_stack_an_acquisition_is_still_checked() {
+    use scalelock::QSpinLock;
+    let locks: Vec<QSpinLock<()>> = (0..lockdep::MAX_HELD).map(|_| QSpinLock::new(())).collect();
+    let extra = QSpinLock::new(());
+    let r = report_of(|| {
+        let _held: Vec<_> = locks.iter().map(|l| l.lock()).collect();
+        assert_eq!(lockdep::held_count(), lockdep::MAX_HELD);
+        // Not recorded: the stack is full.
+        let _extra = extra.lock();
+        assert_eq!(lockdep::held_count(), lockdep::MAX_HELD);
+        // Checked all the same: a lock on the stack taken again.
+        let _again = locks[0].lock();
+    })
+    .expect("checked past MAX_HELD, reported instead of deadlocking");
+    assert!(r.contains("possible recursive locking"), "{r}");
+    assert_eq!(lockdep::held_count(), 0);
+}

@@ -3,7 +3,7 @@
 //! unmap and copy grants of two guests, each grant operation under the
 //! guest table's read lock plus the entry's own spinlock, while rare
 //! writers grow a table or switch its version (the model and its checks:
-//! [`grant_table`](super::grant_table)).
+//! [`grant_table`]).
 //!
 //! - before: the table lock is a plain rwlock (`--lock`; default `qrwlock`,
 //!   a queued rwlock like Xen's, and `pl-rwlock`). Every read writes the

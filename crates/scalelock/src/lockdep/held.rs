@@ -5,15 +5,17 @@
 //! own thread, and waited for itself.)
 //!
 //! Like Linux's `MAX_LOCK_DEPTH` (48), the capacity bounds how many locks
-//! one thread holds as lockdep sees them; an acquisition past it is not
-//! recorded (and its release not looked for), so it is not checked.
+//! one thread holds as lockdep sees them; an acquisition past it is still
+//! checked against the recorded ones, but not recorded itself (and its
+//! release not looked for), so nothing later is checked against it.
 
 use core::ops::{Deref, DerefMut};
 
 use crate::class::{Access, ClassId};
 
 /// How many locks one thread's held stack records at once; lockdep
-/// does not check the acquisitions past it.
+/// checks an acquisition past it against the recorded locks but does not
+/// record it, so later acquisitions are not checked against it.
 pub const MAX_HELD: usize = 64;
 
 /// A lock on a thread's held stack.

@@ -49,8 +49,10 @@
 //!   checked for recursion. Two locks of one class nested in each other are
 //!   not checked against each other (give them distinct classes).
 //! - A thread's held stack records at most [`MAX_HELD`] locks (Linux's
-//!   `MAX_LOCK_DEPTH` is 48): an acquisition past it is not checked or
-//!   recorded. The stack lives in the thread's state and recording
+//!   `MAX_LOCK_DEPTH` is 48): an acquisition past it is still checked
+//!   against the locks on the stack (recursion, new order dependencies),
+//!   but not recorded, so later acquisitions are not checked against it
+//!   (nor is taking it again). The stack lives in the thread's state and recording
 //!   allocates nothing, so a global allocator may be built on a lock of
 //!   this crate (`tests/allocator_on_a_queued_lock.rs` runs with lockdep).
 //!   Looking up a dependency already recorded (by any thread) allocates

@@ -247,7 +247,7 @@ pub unsafe trait Platform: 'static {
     }
     /// [`reader_slot_assigned`](Platform::reader_slot_assigned) for a
     /// per-CPU rwlock's inline read, as a plain number: the index, or
-    /// [`SLOTS`](crate::reader_table::SLOTS) for none. Never above `SLOTS`
+    /// [`SLOTS`] for none. Never above `SLOTS`
     /// (the read looks at "slot" `SLOTS`, a table's never-free word, with
     /// no bounds check). The default derives it from
     /// `reader_slot_assigned`; a platform that keeps the index where one
