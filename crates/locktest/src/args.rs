@@ -145,8 +145,8 @@ pub struct TortureArgs {
     /// order, around each operation (at most 8).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub nested: usize,
-    /// A run (not paused) in which no thread completes an operation for
-    /// this long is a stall: the lock's state is printed and it fails.
+    /// No thread completing an operation for this long (stutter pauses not
+    /// counted) is a stall: the lock's state is printed and it fails.
     #[arg(long = "stall-s", default_value_t = 10.0, value_name = "S")]
     pub stall_s: f64,
     /// Seconds between the Writes/Reads statistics lines.

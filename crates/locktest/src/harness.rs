@@ -206,15 +206,28 @@ where
             cpu: Vec::with_capacity(threads),
             found: Vec::with_capacity(threads),
         };
+        // Every handle is joined: one left to the scope that panicked
+        // would make the scope panic, ending the process.
+        let mut panicked = Vec::new();
         for (i, h) in handles.into_iter().enumerate() {
-            let (ops, found, cpu) = h
-                .join()
-                .map_err(|_| format!("{}: worker thread {i} panicked", spec.what))?;
-            out.counts.push(ops);
-            out.found.push(found);
-            out.cpu.push(cpu);
+            match h.join() {
+                Ok((ops, found, cpu)) => {
+                    out.counts.push(ops);
+                    out.found.push(found);
+                    out.cpu.push(cpu);
+                }
+                Err(_) => panicked.push(i.to_string()),
+            }
         }
-        Ok(out)
+        match panicked.as_slice() {
+            [] => Ok(out),
+            [i] => Err(format!("{}: worker thread {i} panicked", spec.what)),
+            many => Err(format!(
+                "{}: worker threads {} panicked",
+                spec.what,
+                many.join(", ")
+            )),
+        }
     })
 }
 
@@ -330,5 +343,20 @@ mod tests {
             (0, ())
         });
         assert!(run.err().unwrap().contains("panicked"));
+    }
+
+    /// Two panicking workers: an error too, not a panic of the whole run
+    /// (the scope panics if a panicked thread is left for it to join).
+    #[test]
+    fn panicking_workers_are_an_error_not_a_crash() {
+        let spec = Spec::new("test", 3, Duration::from_millis(5));
+        let run = run(&spec, &mut Quiet(String::new), |w| {
+            if w.index > 0 {
+                panic!("worker {} fails on purpose", w.index);
+            }
+            (0, ())
+        });
+        let err = run.err().unwrap();
+        assert!(err.contains("worker threads 1, 2 panicked"), "{err}");
     }
 }

@@ -12,7 +12,8 @@
 //! in [`Lockable::CAPS`]: fair unlock (hand the lock to a waiter,
 //! `RawMutexFair`/`RawRwLockFair`), timed tries (`RawMutexTimed`/
 //! `RawRwLockTimed`), atomic downgrade of a write lock to a read lock
-//! (`RawRwLockDowngrade`), and upgradable reads (`RawRwLockUpgrade`).
+//! (`RawRwLockDowngrade`), upgradable reads (`RawRwLockUpgrade`), and
+//! timed upgrades (`RawRwLockUpgradeTimed`).
 //! A lock without a capability still answers its method, with the nearest
 //! plain operation (documented on each method), so callers that want the
 //! real thing check `CAPS` first; the torture op mix does.
@@ -111,13 +112,17 @@ impl Caps {
     /// Upgradable reads: a read that excludes writers and other upgradable
     /// readers and can turn into a write lock with no writer slipping in.
     pub const UPGRADE: Caps = Caps(8);
+    /// A timed upgrade: an upgradable read tries for up to a timeout to
+    /// become a write lock, and is still an upgradable read if it did not.
+    pub const TIMED_UPGRADE: Caps = Caps(16);
 
     /// Every flag, with its name, in the order `list` shows them.
-    pub const NAMED: [(Caps, &'static str); 4] = [
+    pub const NAMED: [(Caps, &'static str); 5] = [
         (Caps::FAIR, "fair"),
         (Caps::TIMED, "timed"),
         (Caps::DOWNGRADE, "downgrade"),
         (Caps::UPGRADE, "upgrade"),
+        (Caps::TIMED_UPGRADE, "timed-upgrade"),
     ];
 
     /// Both sets of flags.
@@ -206,6 +211,22 @@ pub trait Lockable<T>: Send + Sync + Sized {
         let seen = self.with_read(u);
         self.with_write(|d| w(seen, d))
     }
+    /// Runs `u` with upgradable access, then tries for up to `timeout` to
+    /// upgrade: runs `w` with exclusive access if it did, else `r` with the
+    /// upgradable access still held ([`Caps::TIMED_UPGRADE`]: no writer
+    /// can get in between either way; without it: as
+    /// [`with_upgradable_then_write`](Self::with_upgradable_then_write),
+    /// never timing out).
+    fn with_upgradable_then_write_for<U, R>(
+        &self,
+        timeout: Duration,
+        u: impl FnOnce(&T) -> U,
+        w: impl FnOnce(U, &mut T) -> R,
+        r: impl FnOnce(U, &T) -> R,
+    ) -> R {
+        let _ = (timeout, r);
+        self.with_upgradable_then_write(u, w)
+    }
 }
 
 /// The state of a `lock_api` lock whose raw lock has a `Debug` impl
@@ -286,6 +307,22 @@ macro_rules! rwlock_cap {
             let seen = u(&g);
             let mut g = lock_api::RwLockUpgradableReadGuard::upgrade(g);
             w(seen, &mut g)
+        }
+    };
+    (TIMED_UPGRADE) => {
+        fn with_upgradable_then_write_for<S, U>(
+            &self,
+            t: Duration,
+            u: impl FnOnce(&T) -> S,
+            w: impl FnOnce(S, &mut T) -> U,
+            r: impl FnOnce(S, &T) -> U,
+        ) -> U {
+            let g = self.upgradable_read();
+            let seen = u(&g);
+            match lock_api::RwLockUpgradableReadGuard::try_upgrade_for(g, t) {
+                Ok(mut g) => w(seen, &mut g),
+                Err(g) => r(seen, &g),
+            }
         }
     };
 }
@@ -372,13 +409,13 @@ macro_rules! lock_api_rwlock {
 lock_api_mutex!(scalelock::RawQSpinLock, [FAIR, TIMED], debug, qspinlock);
 lock_api_rwlock!(
     scalelock::RawQRwLock,
-    [FAIR, TIMED, UPGRADE, DOWNGRADE],
+    [FAIR, TIMED, UPGRADE, DOWNGRADE, TIMED_UPGRADE],
     debug,
     qrwlock
 );
 lock_api_rwlock!(
     scalelock::RawPerCpuRwLock,
-    [FAIR, TIMED, UPGRADE, DOWNGRADE],
+    [FAIR, TIMED, UPGRADE, DOWNGRADE, TIMED_UPGRADE],
     debug,
     percpu_rwlock
 );
@@ -386,7 +423,7 @@ lock_api_mutex!(parking_lot::RawMutex, [FAIR, TIMED], plain, unclassed);
 lock_api_mutex!(parking_lot::RawFairMutex, [FAIR, TIMED], plain, unclassed);
 lock_api_rwlock!(
     parking_lot::RawRwLock,
-    [FAIR, TIMED, DOWNGRADE, UPGRADE],
+    [FAIR, TIMED, DOWNGRADE, UPGRADE, TIMED_UPGRADE],
     plain,
     unclassed
 );
@@ -494,7 +531,7 @@ mod tests {
         assert_eq!(Caps::NONE.names(), "try");
         assert_eq!(
             <parking_lot::RwLock<()> as Lockable<()>>::CAPS.names(),
-            "try,fair,timed,downgrade,upgrade"
+            "try,fair,timed,downgrade,upgrade,timed-upgrade"
         );
         // Ours have every operation lock_api gives their kind.
         assert_eq!(
@@ -503,11 +540,11 @@ mod tests {
         );
         assert_eq!(
             <scalelock::QRwLock<()> as Lockable<()>>::CAPS.names(),
-            "try,fair,timed,downgrade,upgrade"
+            "try,fair,timed,downgrade,upgrade,timed-upgrade"
         );
         assert_eq!(
             <scalelock::PerCpuRwLock<()> as Lockable<()>>::CAPS.names(),
-            "try,fair,timed,downgrade,upgrade"
+            "try,fair,timed,downgrade,upgrade,timed-upgrade"
         );
     }
 
@@ -533,6 +570,18 @@ mod tests {
                 }
             ),
             6
+        );
+        assert_eq!(
+            l.with_upgradable_then_write_for(
+                t,
+                |d| *d,
+                |seen, d| {
+                    *d = seen + 1;
+                    *d
+                },
+                |_, _| unreachable!("nobody else holds it")
+            ),
+            7
         );
         // Held exclusively, a try fails.
         l.with_write(|_| assert_eq!(l.try_with_read(|_| ()), None));

@@ -3,7 +3,7 @@
 //! **Beside the lock** ([`Guarded`]), after locktorture's
 //! `lock_is_write_held`/`lock_is_read_held`: two counters of who is inside.
 //! A writer that enters must find no writer and no reader inside; a reader
-//! must find no writer. They are atomics outside the protected data, so
+//! must find no writer (and, in a mutex, no other reader). They are atomics outside the protected data, so
 //! they catch a lock that lets two holders overlap whatever the lock does
 //! with the data (and they are how the `busted` lock fails at once).
 //!
@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 
 use crate::busted::Racy;
-use crate::lockable::Lockable;
+use crate::lockable::{Kind, Lockable};
 
 /// A check's verdict: `Err` names the first broken invariant.
 pub type Check = Result<(), String>;
@@ -194,10 +194,15 @@ pub struct Guarded<L> {
     inside: CachePadded<Occupancy>,
 }
 
-// Relaxed, all occupancy accesses: a correct lock orders them (a holder's
-// changes happen before its unlock, which happens before the next holder's
-// lock), so each holder sees its predecessors' counts; under a lock that
-// fails to exclude, the RMWs still see each other, which is what catches it.
+// A correct lock orders the occupancy accesses (a holder's changes happen
+// before its unlock, which happens before the next holder's lock), so each
+// holder sees its predecessors' counts. Under a lock that fails to
+// exclude, a writer (increment writers, load readers) and a reader
+// (increment readers, load writers) entering together is store
+// buffering: with Relaxed (or Acquire/Release) both loads may read 0 on a
+// weakly ordered CPU, and the overlap goes unseen. SeqCst on the four
+// accesses forbids that: one of the two loads sees the other's increment.
+// (x86's RMWs are full barriers already; there SeqCst costs nothing more.)
 impl<L: Lockable<TortureData>> Guarded<L> {
     /// A fresh lock.
     pub fn new() -> Self {
@@ -209,8 +214,8 @@ impl<L: Lockable<TortureData>> Guarded<L> {
 
     /// A writer is in (call inside the write lock); pair with `writer_out`.
     pub fn writer_in(&self, me: u64) -> Check {
-        let w = self.inside.writers.fetch_add(1, Ordering::Relaxed);
-        let r = self.inside.readers.load(Ordering::Relaxed);
+        let w = self.inside.writers.fetch_add(1, Ordering::SeqCst);
+        let r = self.inside.readers.load(Ordering::SeqCst);
         match (w, r) {
             (0, 0) => Ok(()),
             (w, r) => Err(format!(
@@ -225,10 +230,14 @@ impl<L: Lockable<TortureData>> Guarded<L> {
     }
 
     /// A reader is in (call inside the read lock); pair with `reader_out`.
+    /// A mutex's readers are exclusive: one must also find no other reader.
     pub fn reader_in(&self, me: u64) -> Check {
-        self.inside.readers.fetch_add(1, Ordering::Relaxed);
-        match self.inside.writers.load(Ordering::Relaxed) {
-            0 => Ok(()),
+        let r = self.inside.readers.fetch_add(1, Ordering::SeqCst);
+        match self.inside.writers.load(Ordering::SeqCst) {
+            0 if r == 0 || L::KIND == Kind::RwLock => Ok(()),
+            0 => Err(format!(
+                "reader {me} got the mutex while {r} reader(s) held it"
+            )),
             w => Err(format!(
                 "reader {me} got the lock while {w} writer(s) held it"
             )),
@@ -291,5 +300,21 @@ mod tests {
         assert_eq!(g.writer_in(3), Ok(()));
         assert!(g.reader_in(1).is_err());
         assert!(g.describe().contains("1 writer(s)"));
+    }
+
+    /// A mutex's read sections are exclusive like its write sections: two
+    /// readers inside one at once are an overlap.
+    #[test]
+    fn readers_overlapping_in_a_mutex_are_caught() {
+        let g: Guarded<parking_lot::Mutex<TortureData>> = Guarded::new();
+        assert_eq!(g.reader_in(1), Ok(()));
+        assert!(
+            g.reader_in(2)
+                .unwrap_err()
+                .contains("reader 2 got the mutex while 1 reader(s) held it")
+        );
+        g.reader_out();
+        g.reader_out();
+        assert_eq!(g.reader_in(1), Ok(()));
     }
 }

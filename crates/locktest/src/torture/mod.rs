@@ -222,6 +222,26 @@ mod tests {
         assert!(started.elapsed() < std::time::Duration::from_millis(4_500));
     }
 
+    /// Under stutter too: the pauses do not count towards a stall, but
+    /// they do not start its count again either.
+    #[test]
+    fn a_stall_is_reported_and_fails_under_stutter() {
+        let p = Params {
+            duration: 5.0,
+            long_hold_ms: 0,
+            stutter_ms: Some(20),
+            shuffle_ms: None,
+            nested: 0,
+            stall_s: 1.0,
+            ..quick(2, 2)
+        };
+        let started = std::time::Instant::now();
+        let r = run::run::<Sleepy<TortureData>>("sleepy", &p).unwrap();
+        assert!(!r.passed(), "{r:?}");
+        assert!(r.failures[0].starts_with("stall"), "{:?}", r.failures);
+        assert!(started.elapsed() < std::time::Duration::from_millis(4_500));
+    }
+
     #[test]
     fn a_real_lock_passes_with_every_perturbation() {
         let r = run::run::<parking_lot::RwLock<TortureData>>("pl-rwlock", &quick(3, 3)).unwrap();

@@ -3,11 +3,13 @@
 //! each operation makes.
 //!
 //! Writers: lock, try-lock, fair unlock, timed try, write-then-downgrade,
-//! upgradable-read-then-upgrade; readers: the read side of the first four.
-//! A plain lock is four times as likely as each other operation. The
-//! downgrade and upgrade also check their promise: no writer gets in
-//! between (the counter a writer leaves is the one the downgraded reader
-//! sees; the one an upgradable reader saw is the one it finds upgraded).
+//! upgradable-read-then-upgrade, upgradable-read-then-timed-upgrade;
+//! readers: the read side of the first four. A plain lock is four times as
+//! likely as each other operation. The downgrade and the upgrades also
+//! check their promise: no writer gets in between (the counter a writer
+//! leaves is the one the downgraded reader sees; the one an upgradable
+//! reader saw is the one it finds upgraded, or, when a timed upgrade times
+//! out, the one it still sees).
 //!
 //! With `--nested N`, each operation is wrapped in a random subset of N
 //! more locks of the same type, always taken in index order, each checked
@@ -38,6 +40,9 @@ pub enum Op {
     Downgrade,
     /// Upgradable read section, upgrade, write section.
     Upgrade,
+    /// Upgradable read section, try to upgrade for up to [`TIMEOUT`],
+    /// write section (or, timed out, read section again).
+    TimedUpgrade,
     /// Read lock, read section, unlock.
     Read,
     /// Try the read lock once.
@@ -49,13 +54,14 @@ pub enum Op {
 }
 
 /// Every operation, in the order counts are kept.
-pub const OPS: [Op; 10] = [
+pub const OPS: [Op; 11] = [
     Op::Write,
     Op::TryWrite,
     Op::WriteFair,
     Op::TimedWrite,
     Op::Downgrade,
     Op::Upgrade,
+    Op::TimedUpgrade,
     Op::Read,
     Op::TryRead,
     Op::ReadFair,
@@ -80,6 +86,7 @@ impl Op {
             Op::TimedWrite => "timed-write",
             Op::Downgrade => "downgrade",
             Op::Upgrade => "upgrade",
+            Op::TimedUpgrade => "timed-upgrade",
             Op::Read => "read",
             Op::TryRead => "try-read",
             Op::ReadFair => "read-fair",
@@ -91,7 +98,13 @@ impl Op {
     pub fn writes(self) -> bool {
         matches!(
             self,
-            Op::Write | Op::TryWrite | Op::WriteFair | Op::TimedWrite | Op::Downgrade | Op::Upgrade
+            Op::Write
+                | Op::TryWrite
+                | Op::WriteFair
+                | Op::TimedWrite
+                | Op::Downgrade
+                | Op::Upgrade
+                | Op::TimedUpgrade
         )
     }
 }
@@ -104,6 +117,7 @@ pub fn mix(caps: Caps, writer: bool) -> Vec<(Op, u32)> {
             (Op::TimedWrite, Caps::TIMED),
             (Op::Downgrade, Caps::DOWNGRADE),
             (Op::Upgrade, Caps::UPGRADE),
+            (Op::TimedUpgrade, Caps::TIMED_UPGRADE),
         ]
         .as_slice()
     } else {
@@ -330,13 +344,47 @@ fn on_main<L: Lockable<TortureData>>(g: &Guarded<L>, op: Op, a: &mut Actor) -> D
             )
             .into()
         }
+        Op::TimedUpgrade => {
+            let a = RefCell::new(a);
+            l.with_upgradable_then_write_for(
+                TIMEOUT,
+                |d| read_body(g, d, &mut a.borrow_mut()),
+                |seen, d| {
+                    let now = d.counter();
+                    let wrote = write_body(g, 0, d, &mut a.borrow_mut());
+                    seen.and_then(|seen| match seen == now {
+                        true => Ok(()),
+                        false => Err(format!(
+                            "timed upgrade: a writer got in between (counter {seen} seen, \
+                             {now} found)"
+                        )),
+                    })
+                    .and(wrote)
+                    .into()
+                },
+                // Timed out: still an upgradable read, which no writer may
+                // get past; held a while, so one that can has the time to.
+                |seen, d| match (seen, {
+                    std::thread::sleep(TIMEOUT);
+                    read_body(g, d, &mut a.borrow_mut())
+                }) {
+                    (Ok(seen), Ok(now)) if seen == now => Done::Missed,
+                    (Ok(seen), Ok(now)) => Done::Failed(format!(
+                        "timed upgrade timed out, and a writer got in under the upgradable \
+                         read (counter {seen} seen, {now} found)"
+                    )),
+                    (Err(e), _) | (_, Err(e)) => Done::Failed(e),
+                },
+            )
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::busted::Busted;
+    use crate::busted::{Busted, Racy};
+    use crate::lockable::Kind;
 
     fn actor(locks: usize) -> Actor {
         Actor {
@@ -360,7 +408,8 @@ mod tests {
                 "write-fair",
                 "timed-write",
                 "downgrade",
-                "upgrade"
+                "upgrade",
+                "timed-upgrade"
             ]
         );
         assert_eq!(
@@ -401,6 +450,92 @@ mod tests {
             assert_eq!(perform(&main, &[], Op::TryRead, &mut a), Done::Missed);
             assert_eq!(perform(&main, &[], Op::TimedWrite, &mut a), Done::Missed);
         });
+    }
+
+    /// The writers run every upgrade the lock has: scalelock's rwlocks and
+    /// parking_lot's also time theirs out (`try_upgrade_for`), a path of
+    /// its own (a timed-out upgrade must still be an upgradable read).
+    #[test]
+    fn timed_upgrades_are_in_the_mix() {
+        for caps in [
+            <scalelock::QRwLock<()> as Lockable<()>>::CAPS,
+            <scalelock::PerCpuRwLock<()> as Lockable<()>>::CAPS,
+            <parking_lot::RwLock<()> as Lockable<()>>::CAPS,
+        ] {
+            let m = mix(caps, true);
+            assert!(m.iter().any(|o| o.0.name() == "timed-upgrade"), "{m:?}");
+        }
+    }
+
+    /// An rwlock whose timed upgrade, when it times out, says it upgraded
+    /// (its data in atomics, as `busted`'s, so the lie is no data race).
+    struct LyingUpgrade<T: Racy>(parking_lot::RwLock<()>, T::Cell);
+
+    impl<T: Racy> LyingUpgrade<T> {
+        fn write<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+            let mut v = T::load(&self.1);
+            let out = f(&mut v);
+            T::store(&self.1, &v);
+            out
+        }
+    }
+
+    impl<T: Racy> Lockable<T> for LyingUpgrade<T> {
+        const KIND: Kind = Kind::RwLock;
+        const CAPS: Caps = Caps::UPGRADE.with(Caps::TIMED_UPGRADE);
+        fn new(v: T) -> Self {
+            LyingUpgrade(parking_lot::RwLock::new(()), T::cell(v))
+        }
+        fn with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+            let _g = self.0.write();
+            self.write(f)
+        }
+        fn with_read<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+            let _g = self.0.read();
+            f(&T::load(&self.1))
+        }
+        fn try_with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> Option<R> {
+            self.0.try_write().map(|_g| self.write(f))
+        }
+        fn try_with_read<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+            self.0.try_read().map(|_g| f(&T::load(&self.1)))
+        }
+        fn state(&self) -> String {
+            "lying upgrade".into()
+        }
+        fn with_upgradable_then_write_for<U, R>(
+            &self,
+            t: Duration,
+            u: impl FnOnce(&T) -> U,
+            w: impl FnOnce(U, &mut T) -> R,
+            _: impl FnOnce(U, &T) -> R,
+        ) -> R {
+            let g = self.0.upgradable_read();
+            let seen = u(&T::load(&self.1));
+            // Upgraded or not, it goes on as if it had.
+            let _g = parking_lot::RwLockUpgradableReadGuard::try_upgrade_for(g, t);
+            self.write(|d| w(seen, d))
+        }
+    }
+
+    #[test]
+    fn a_timed_upgrade_that_times_out_is_a_miss_and_one_that_lies_a_failure() {
+        let mut a = actor(1);
+        // A reader holds the lock: the upgrade times out, still a read.
+        let real: Guarded<parking_lot::RwLock<TortureData>> = Guarded::new();
+        real.lock.with_read(|_| {
+            assert_eq!(real.reader_in(9), Ok(()));
+            assert_eq!(perform(&real, &[], Op::TimedUpgrade, &mut a), Done::Missed);
+            real.reader_out();
+        });
+        assert_eq!(perform(&real, &[], Op::TimedUpgrade, &mut a), Done::Ok);
+        let liar: Guarded<LyingUpgrade<TortureData>> = Guarded::new();
+        let _reading = liar.lock.0.read();
+        assert_eq!(liar.reader_in(9), Ok(()));
+        let Done::Failed(e) = perform(&liar, &[], Op::TimedUpgrade, &mut a) else {
+            panic!("the lie went unnoticed");
+        };
+        assert!(e.contains("while 0 writer(s) and 1 reader(s)"), "{e}");
     }
 
     #[test]

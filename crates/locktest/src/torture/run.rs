@@ -2,8 +2,8 @@
 //! through the shared harness, while the main thread prints statistics,
 //! stutters and shuffles them, and watches for a stall.
 //!
-//! A stall is a stretch of the run (not paused) in which no thread
-//! completed an operation for `--stall-s` (10 s; at least 4 long holds):
+//! A stall is `--stall-s` (10 s; at least 4 long holds) of the run, not
+//! counting stutter pauses, in which no thread completed an operation:
 //! the lock's state (its raw `Debug` where it has one, and who is inside)
 //! is printed and the run ends as a FAILURE. A lock that then does not let its threads out is caught by the
 //! harness's watchdog, which prints the state again and ends the process.
@@ -195,6 +195,8 @@ struct Watch<'a, L> {
     next_stat: Duration,
     next_stutter: Option<Duration>,
     paused: bool,
+    /// When the current pause began.
+    paused_at: Duration,
     next_shuffle: Option<Duration>,
     shuffle_error: Option<String>,
     progress: u64,
@@ -221,6 +223,7 @@ impl<'a, L: Lockable<TortureData>> Watch<'a, L> {
             next_stat: Duration::from_secs_f64(p.stat_interval),
             next_stutter: ms(p.stutter_ms),
             paused: false,
+            paused_at: Duration::ZERO,
             next_shuffle: ms(p.shuffle_ms).map(|_| Duration::ZERO),
             shuffle_error: None,
             progress: 0,
@@ -292,6 +295,15 @@ impl<'a, L: Lockable<TortureData>> Watch<'a, L> {
                 format!("stall: no operation completed for {:?}", self.stall),
             );
         }
+        // With no write, or one thread alone, no check could have failed.
+        let holders = stats.counts.iter().filter(|&&c| c > 0).count();
+        if failures.is_empty() && (writes.total == 0 || holders < 2) {
+            failures.push(format!(
+                "nothing was checked: {} write(s), {holders} thread(s) got the lock \
+                 (too short a --duration, or starved writers)",
+                writes.total
+            ));
+        }
         Record {
             lock: self.name.to_string(),
             kind: L::KIND.as_str(),
@@ -349,9 +361,12 @@ impl<L: Lockable<TortureData>> Monitor for Watch<'_, L> {
         {
             if self.paused {
                 self.shared.stutter.resume();
-                self.last_change = now;
+                // The pause does not count towards a stall (nor does it
+                // end one: a hang spans many pauses).
+                self.last_change = (self.last_change + (now - self.paused_at)).min(now);
             } else {
                 self.shared.stutter.pause();
+                self.paused_at = now;
             }
             self.paused = !self.paused;
             self.next_stutter = Some(now + Duration::from_millis(ms));
@@ -370,10 +385,10 @@ impl<L: Lockable<TortureData>> Monitor for Watch<'_, L> {
             }
         }
         let progress: u64 = self.shared.snapshot().iter().map(|t| t.0).sum();
-        if progress != self.progress || self.paused {
+        if progress != self.progress {
             self.progress = progress;
             self.last_change = now;
-        } else if now - self.last_change > self.stall {
+        } else if !self.paused && now - self.last_change > self.stall {
             self.stalled = true;
             emit(&format!(
                 "Stall: no operation completed for {:?}\n{}",
@@ -403,5 +418,55 @@ impl<L: Lockable<TortureData>> Monitor for Watch<'_, L> {
             self.p.line(self.name)
         ));
         self.states()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run in which no writer completed a write, or only one thread got
+    /// the lock (too short a run, or starved writers), could not have
+    /// failed: it is no success, whatever the lock.
+    #[test]
+    fn a_run_that_could_not_fail_is_not_a_success() {
+        let p = Params {
+            writers: 1,
+            readers: 1,
+            duration: 0.001,
+            long_hold_ms: 0,
+            stutter_ms: None,
+            shuffle_ms: None,
+            nested: 0,
+            stat_interval: 1.0,
+            stall_s: 10.0,
+        };
+        let main: Guarded<crate::busted::Busted<TortureData>> = Guarded::new();
+        let shared = Shared {
+            tallies: (0..2).map(|_| CachePadded::default()).collect(),
+            failures: Mutex::new((Vec::new(), 0)),
+            stutter: Stutter::default(),
+            shuffle: None,
+        };
+        let stats = |c: &[u64]| Stats::new(c.to_vec(), Duration::from_millis(1), 0.0, 2);
+        let found = || {
+            [0, 1].map(|_| Outcome {
+                ops: [0; OPS.len()],
+                misses: 0,
+                fails: 0,
+                writes_on: vec![0],
+            })
+        };
+        // The reader alone, or the writer alone, got the lock.
+        for counts in [[0, 7], [7, 0], [0, 0]] {
+            let watch = Watch::new("busted", &p, &main, &[], &shared);
+            let roles = [stats(&counts[..1]), stats(&counts[1..])];
+            let r = watch.finish(stats(&counts), roles, &found());
+            assert!(!r.passed(), "{counts:?}: {r:?}");
+            assert!(r.failures[0].starts_with("nothing was checked"), "{r:?}");
+        }
+        let watch = Watch::new("busted", &p, &main, &[], &shared);
+        let r = watch.finish(stats(&[3, 5]), [stats(&[3]), stats(&[5])], &found());
+        assert!(r.passed(), "{r:?}");
     }
 }
