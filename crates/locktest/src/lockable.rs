@@ -211,6 +211,21 @@ pub trait Lockable<T>: Send + Sync + Sized {
         let seen = self.with_read(u);
         self.with_write(|d| w(seen, d))
     }
+    /// Runs `u` with upgradable access, then tries once to upgrade: runs
+    /// `w` with exclusive access if it did, else `r` with the upgradable
+    /// access still held ([`Caps::UPGRADE`]: no writer can get in between
+    /// either way; without it: as
+    /// [`with_upgradable_then_write`](Self::with_upgradable_then_write),
+    /// never failing).
+    fn with_upgradable_then_try_write<U, R>(
+        &self,
+        u: impl FnOnce(&T) -> U,
+        w: impl FnOnce(U, &mut T) -> R,
+        r: impl FnOnce(U, &T) -> R,
+    ) -> R {
+        let _ = r;
+        self.with_upgradable_then_write(u, w)
+    }
     /// Runs `u` with upgradable access, then tries for up to `timeout` to
     /// upgrade: runs `w` with exclusive access if it did, else `r` with the
     /// upgradable access still held ([`Caps::TIMED_UPGRADE`]: no writer
@@ -307,6 +322,19 @@ macro_rules! rwlock_cap {
             let seen = u(&g);
             let mut g = lock_api::RwLockUpgradableReadGuard::upgrade(g);
             w(seen, &mut g)
+        }
+        fn with_upgradable_then_try_write<S, U>(
+            &self,
+            u: impl FnOnce(&T) -> S,
+            w: impl FnOnce(S, &mut T) -> U,
+            r: impl FnOnce(S, &T) -> U,
+        ) -> U {
+            let g = self.upgradable_read();
+            let seen = u(&g);
+            match lock_api::RwLockUpgradableReadGuard::try_upgrade(g) {
+                Ok(mut g) => w(seen, &mut g),
+                Err(g) => r(seen, &g),
+            }
         }
     };
     (TIMED_UPGRADE) => {

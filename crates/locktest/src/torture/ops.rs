@@ -3,13 +3,14 @@
 //! each operation makes.
 //!
 //! Writers: lock, try-lock, fair unlock, timed try, write-then-downgrade,
-//! upgradable-read-then-upgrade, upgradable-read-then-timed-upgrade;
+//! upgradable-read-then-upgrade, upgradable-read-then-try-upgrade,
+//! upgradable-read-then-timed-upgrade;
 //! readers: the read side of the first four. A plain lock is four times as
 //! likely as each other operation. The downgrade and the upgrades also
 //! check their promise: no writer gets in between (the counter a writer
 //! leaves is the one the downgraded reader sees; the one an upgradable
-//! reader saw is the one it finds upgraded, or, when a timed upgrade times
-//! out, the one it still sees).
+//! reader saw is the one it finds upgraded, or, when a try or timed
+//! upgrade fails, the one it still sees).
 //!
 //! With `--nested N`, each operation is wrapped in a random subset of N
 //! more locks of the same type, always taken in index order, each checked
@@ -40,6 +41,9 @@ pub enum Op {
     Downgrade,
     /// Upgradable read section, upgrade, write section.
     Upgrade,
+    /// Upgradable read section, try once to upgrade, write section (or,
+    /// failed, read section again).
+    TryUpgrade,
     /// Upgradable read section, try to upgrade for up to [`TIMEOUT`],
     /// write section (or, timed out, read section again).
     TimedUpgrade,
@@ -54,13 +58,14 @@ pub enum Op {
 }
 
 /// Every operation, in the order counts are kept.
-pub const OPS: [Op; 11] = [
+pub const OPS: [Op; 12] = [
     Op::Write,
     Op::TryWrite,
     Op::WriteFair,
     Op::TimedWrite,
     Op::Downgrade,
     Op::Upgrade,
+    Op::TryUpgrade,
     Op::TimedUpgrade,
     Op::Read,
     Op::TryRead,
@@ -86,6 +91,7 @@ impl Op {
             Op::TimedWrite => "timed-write",
             Op::Downgrade => "downgrade",
             Op::Upgrade => "upgrade",
+            Op::TryUpgrade => "try-upgrade",
             Op::TimedUpgrade => "timed-upgrade",
             Op::Read => "read",
             Op::TryRead => "try-read",
@@ -104,6 +110,7 @@ impl Op {
                 | Op::TimedWrite
                 | Op::Downgrade
                 | Op::Upgrade
+                | Op::TryUpgrade
                 | Op::TimedUpgrade
         )
     }
@@ -117,6 +124,7 @@ pub fn mix(caps: Caps, writer: bool) -> Vec<(Op, u32)> {
             (Op::TimedWrite, Caps::TIMED),
             (Op::Downgrade, Caps::DOWNGRADE),
             (Op::Upgrade, Caps::UPGRADE),
+            (Op::TryUpgrade, Caps::UPGRADE),
             (Op::TimedUpgrade, Caps::TIMED_UPGRADE),
         ]
         .as_slice()
@@ -344,39 +352,64 @@ fn on_main<L: Lockable<TortureData>>(g: &Guarded<L>, op: Op, a: &mut Actor) -> D
             )
             .into()
         }
+        Op::TryUpgrade => {
+            let a = RefCell::new(a);
+            l.with_upgradable_then_try_write(
+                |d| read_body(g, d, &mut a.borrow_mut()),
+                |seen, d| upgraded(g, "try upgrade", seen, d, &mut a.borrow_mut()),
+                |seen, d| not_upgraded(g, "try upgrade failed", seen, d, &mut a.borrow_mut()),
+            )
+        }
         Op::TimedUpgrade => {
             let a = RefCell::new(a);
             l.with_upgradable_then_write_for(
                 TIMEOUT,
                 |d| read_body(g, d, &mut a.borrow_mut()),
-                |seen, d| {
-                    let now = d.counter();
-                    let wrote = write_body(g, 0, d, &mut a.borrow_mut());
-                    seen.and_then(|seen| match seen == now {
-                        true => Ok(()),
-                        false => Err(format!(
-                            "timed upgrade: a writer got in between (counter {seen} seen, \
-                             {now} found)"
-                        )),
-                    })
-                    .and(wrote)
-                    .into()
-                },
-                // Timed out: still an upgradable read, which no writer may
-                // get past; held a while, so one that can has the time to.
-                |seen, d| match (seen, {
-                    std::thread::sleep(TIMEOUT);
-                    read_body(g, d, &mut a.borrow_mut())
-                }) {
-                    (Ok(seen), Ok(now)) if seen == now => Done::Missed,
-                    (Ok(seen), Ok(now)) => Done::Failed(format!(
-                        "timed upgrade timed out, and a writer got in under the upgradable \
-                         read (counter {seen} seen, {now} found)"
-                    )),
-                    (Err(e), _) | (_, Err(e)) => Done::Failed(e),
-                },
+                |seen, d| upgraded(g, "timed upgrade", seen, d, &mut a.borrow_mut()),
+                |seen, d| not_upgraded(g, "timed upgrade timed out", seen, d, &mut a.borrow_mut()),
             )
         }
+    }
+}
+
+/// After a try or timed upgrade succeeded: the write section, and no
+/// writer got in since the upgradable read saw `seen`.
+fn upgraded<L: Lockable<TortureData>>(
+    g: &Guarded<L>,
+    what: &str,
+    seen: Result<u64, String>,
+    d: &mut TortureData,
+    a: &mut Actor,
+) -> Done {
+    let now = d.counter();
+    let wrote = write_body(g, 0, d, a);
+    seen.and_then(|seen| match seen == now {
+        true => Ok(()),
+        false => Err(format!(
+            "{what}: a writer got in between (counter {seen} seen, {now} found)"
+        )),
+    })
+    .and(wrote)
+    .into()
+}
+
+/// After a try or timed upgrade failed: still an upgradable read, which no
+/// writer may get past; held a while, so one that can has the time to.
+fn not_upgraded<L: Lockable<TortureData>>(
+    g: &Guarded<L>,
+    what: &str,
+    seen: Result<u64, String>,
+    d: &TortureData,
+    a: &mut Actor,
+) -> Done {
+    std::thread::sleep(TIMEOUT);
+    match (seen, read_body(g, d, a)) {
+        (Ok(seen), Ok(now)) if seen == now => Done::Missed,
+        (Ok(seen), Ok(now)) => Done::Failed(format!(
+            "{what}, and a writer got in under the upgradable read (counter {seen} seen, \
+             {now} found)"
+        )),
+        (Err(e), _) | (_, Err(e)) => Done::Failed(e),
     }
 }
 
@@ -409,6 +442,7 @@ mod tests {
                 "timed-write",
                 "downgrade",
                 "upgrade",
+                "try-upgrade",
                 "timed-upgrade"
             ]
         );
@@ -516,6 +550,39 @@ mod tests {
             let _g = parking_lot::RwLockUpgradableReadGuard::try_upgrade_for(g, t);
             self.write(|d| w(seen, d))
         }
+        fn with_upgradable_then_try_write<U, R>(
+            &self,
+            u: impl FnOnce(&T) -> U,
+            w: impl FnOnce(U, &mut T) -> R,
+            _: impl FnOnce(U, &T) -> R,
+        ) -> R {
+            let g = self.0.upgradable_read();
+            let seen = u(&T::load(&self.1));
+            let _g = parking_lot::RwLockUpgradableReadGuard::try_upgrade(g);
+            self.write(|d| w(seen, d))
+        }
+    }
+
+    /// The same for a try upgrade: a failed one is a miss (still an
+    /// upgradable read), one that says it upgraded when it did not is a
+    /// failure.
+    #[test]
+    fn a_try_upgrade_that_fails_is_a_miss_and_one_that_lies_a_failure() {
+        let mut a = actor(1);
+        let real: Guarded<scalelock::QRwLock<TortureData>> = Guarded::new();
+        real.lock.with_read(|_| {
+            assert_eq!(real.reader_in(9), Ok(()));
+            assert_eq!(perform(&real, &[], Op::TryUpgrade, &mut a), Done::Missed);
+            real.reader_out();
+        });
+        assert_eq!(perform(&real, &[], Op::TryUpgrade, &mut a), Done::Ok);
+        let liar: Guarded<LyingUpgrade<TortureData>> = Guarded::new();
+        let _reading = liar.lock.0.read();
+        assert_eq!(liar.reader_in(9), Ok(()));
+        let Done::Failed(e) = perform(&liar, &[], Op::TryUpgrade, &mut a) else {
+            panic!("the lie went unnoticed");
+        };
+        assert!(e.contains("while 0 writer(s) and 1 reader(s)"), "{e}");
     }
 
     #[test]
