@@ -56,10 +56,15 @@
 //!
 //! Two semver-incompatible copies of this crate in one program share the
 //! section; each entry names its copy's switch, and each copy patches only
-//! its own sites.
+//! its own sites. Their sites can share a code page (a function that
+//! inlines locks of both copies), and a copy that made a page read-execute
+//! again under another's store would crash it: every copy takes one lock
+//! around its changes of protection, [`CodePages`], a symbol that the
+//! linker makes one for all the copies in the program (or shared object).
+//! A copy from before that lock does not take it.
 
 use core::arch::asm;
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::vec::Vec;
 
@@ -398,6 +403,49 @@ fn is_mask_site(code: [u8; 6]) -> bool {
         && (imm[3] == 0 || imm[3] == 0x80)
 }
 
+// The word of [`CodePages`]: a common symbol, which the linker makes one
+// word for every copy of this crate in the program (or shared object:
+// hidden, as the site tables are), so that they all lock the same word.
+// (A definition in a COMDAT group fails under fat LTO, which assembles
+// the copies' `global_asm!` as one file: a label defined twice.)
+core::arch::global_asm!(
+    ".hidden scalelock_code_pages",
+    ".comm scalelock_code_pages, 4, 4",
+);
+
+unsafe extern "C" {
+    /// See the `global_asm!` above (zero at start, as all `.bss`); only
+    /// ever used as an atomic.
+    static scalelock_code_pages: AtomicU32;
+}
+
+/// Held while code pages are writable: the lock that every copy of this
+/// crate in the program shares (see the module docs), taken by spinning
+/// (it is held only for a few `mprotect` calls and byte stores, never
+/// while allocating). One copy's `PATCH` serializes its own patchers.
+struct CodePages(&'static AtomicU32);
+
+impl CodePages {
+    fn lock() -> Self {
+        // SAFETY: a 4-byte, 4-aligned word of static memory that only
+        // atomics touch (`AtomicU32` has `u32`'s layout).
+        let word = unsafe { &scalelock_code_pages };
+        while word
+            .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::thread::yield_now();
+        }
+        CodePages(word)
+    }
+}
+
+impl Drop for CodePages {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
+    }
+}
+
 /// Rewrites every site of this copy of the crate to say "may be on"
 /// (`on`) or "off"; an error if a page could not be made writable or a
 /// site is not the instruction it should be.
@@ -405,6 +453,8 @@ fn write_sites(on: bool) -> Result<(), ()> {
     let mut bytes: Vec<(usize, Kind)> = our_sites().map(|(kind, at)| (at, kind)).collect();
     // Page by page: one `mprotect` pair per page.
     bytes.sort_unstable_by_key(|&(at, _)| at);
+    // No other copy changes a page's protection until ours is back.
+    let _pages = CodePages::lock();
     let mut open_page: Option<usize> = None;
     let result = (|| {
         for &(at, kind) in &bytes {
@@ -437,6 +487,8 @@ fn write_sites(on: bool) -> Result<(), ()> {
 /// back to "may be on", going on past any that fail (the pages that could
 /// be made writable before can be again).
 fn write_sites_back() {
+    // As in `write_sites`.
+    let _pages = CodePages::lock();
     for (kind, at) in our_sites() {
         // SAFETY: as in `write_sites`.
         let now = unsafe { kind.current(at) };
@@ -610,6 +662,65 @@ mod tests {
         assert!(masked_somewhere::<3>(MASK_SITE_BIT | 2));
         assert!(masked_somewhere::<3>(MASK_SITE_BIT | 1));
         assert!(!masked_somewhere::<3>(4));
+    }
+
+    /// Another copy of this crate in the program (see the module docs)
+    /// patches its sites, some on the same code pages as ours (a function
+    /// that inlines locks of both copies), while ours are rewritten: no
+    /// store may find its page made read-execute again by the other
+    /// copy's patcher. In a child process, where the switch may go off
+    /// and on freely: the other copy is a thread that rewrites sites
+    /// without this copy's `PATCH` (it has its own); ours to "may be on",
+    /// which is always correct.
+    #[test]
+    fn another_copy_patching_the_same_pages_meanwhile() {
+        const CHILD: &str = "SCALELOCK_TEST_OTHER_COPY_CHILD";
+        const NAME: &str =
+            "hook::patched_switch::tests::another_copy_patching_the_same_pages_meanwhile";
+        if std::env::var_os(CHILD).is_none() {
+            let child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            let out = String::from_utf8_lossy(&child.stdout);
+            let err = String::from_utf8_lossy(&child.stderr);
+            assert!(
+                child.status.success(),
+                "child failed ({}):\n{out}\n{err}",
+                child.status
+            );
+            assert!(out.contains("1 passed"), "child ran no test:\n{out}");
+            return;
+        }
+        // The switch off (lockdep starts on), found off: the sites patched.
+        active::set(active::LOCKDEP, false);
+        any_active_somewhere();
+        if !patched() {
+            return; // patching refused here: no page is ever made writable
+        }
+        let stop = std::sync::Arc::new(core::sync::atomic::AtomicBool::new(false));
+        let other = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut rewrites = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    assert!(write_sites(true).is_ok());
+                    rewrites += 1;
+                }
+                rewrites
+            })
+        };
+        let start = std::time::Instant::now();
+        let mut switches = 0;
+        while switches < 20_000 && start.elapsed() < std::time::Duration::from_secs(1) {
+            active::set(active::STATS, switches % 2 == 0);
+            switches += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        let rewrites = other.join().unwrap();
+        assert!(rewrites > 0 && switches > 0, "{rewrites} {switches}");
+        assert!(patched(), "patching went on");
     }
 
     #[inline(never)]
