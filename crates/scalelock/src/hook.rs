@@ -388,7 +388,6 @@ impl Held {
         if self.flags() != 0 { self } else { Held::NONE }
     }
 
-    #[cfg_attr(not(feature = "stats"), allow(dead_code))]
     #[inline(always)]
     fn access(&self) -> Access {
         match (self.meta >> 40) as u8 {
@@ -464,6 +463,13 @@ impl Held {
     /// The lock at address `instance` was released (call it right after
     /// the unlock): records the hold time if sampled, runs the long-hold
     /// hook, and pops the lock off lockdep's held stack.
+    ///
+    /// Call it on the thread that took the lock: lockdep's held stacks are
+    /// per thread. Released on another thread (a guard that is `Send`), the
+    /// hold stays on the taker's stack (its next acquisition of the lock is
+    /// then reported as recursive, and what it takes later is recorded as
+    /// taken under the lock), and what is popped is the releasing thread's
+    /// own hold of that lock in the same mode, if it has one.
     #[inline]
     pub fn release(self, instance: usize) {
         // Only a sampled hold or a lockdep entry has anything to record:
@@ -489,7 +495,7 @@ impl Held {
     fn release_recorded(self, instance: usize) {
         #[cfg(feature = "lockdep")]
         if self.flags() & HELD_LOCKDEP != 0 {
-            crate::lockdep::release(self.class(), instance);
+            crate::lockdep::release(self.class(), instance, self.access());
         }
         #[cfg(feature = "stats")]
         if self.flags() & HELD_STATS != 0 {

@@ -219,6 +219,28 @@ fn qrwlock_reads_under_the_own_upgradable_read_never_report() {
     assert_eq!(r, None);
 }
 
+/// The upgradable read released first, the read taken under it is held
+/// alone: lockdep's stack keeps that read, not the upgradable read (a
+/// release pops the entry of its own hold, not the latest of the lock). A
+/// second fair read can then queue behind a writer that waits for the
+/// first: reported, as without the upgradable read.
+#[test]
+fn qrwlock_read_kept_past_its_upgradable_read_is_still_a_read() {
+    static C: LockClass = LockClass::new("upg-qrw-read-kept");
+    let l = qrw(&C);
+    let r = on_thread("read-kept-past-upgradable", move || {
+        let u = l.upgradable_read();
+        let r = l.read();
+        drop(u); // the read stays
+        assert_eq!(lockdep::held_count(), 1);
+        let _again = l.read(); // a second fair read
+        drop(r);
+        unreachable!("lockdep must report the second fair read");
+    })
+    .expect("a second fair read must be reported");
+    assert!(r.contains("a second fair read queues behind"), "{r}");
+}
+
 /// Across two classes: T1 holds an upgradable read of A and takes B; T2
 /// holds B and reads A. That can deadlock: if a writer held A when T2
 /// read it, T2 queued on A's queue lock, which T1's upgradable read then

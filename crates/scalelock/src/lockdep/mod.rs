@@ -476,12 +476,26 @@ pub(crate) fn push(class: ClassId, instance: usize, access: Access, try_lock: bo
     .unwrap_or(false)
 }
 
-/// Pops the lock at `instance` (class `class`) off this thread's held
-/// stack, wherever it is (locks may be released in any order). A lock not
-/// found was taken on another thread (its guard was sent here): ignored.
-pub(crate) fn release(class: u32, instance: usize) {
+/// Pops the hold of the lock at `instance` (class `class`) acquired with
+/// `access` off this thread's held stack, wherever it is (locks may be
+/// released in any order): the latest entry of that lock with that access
+/// (an upgradable read's entry is a write once upgraded). Not the latest
+/// entry of the lock whatever its access: a thread that reads a lock under
+/// its upgradable read and releases the upgradable read first holds a
+/// read, and its stack must say so. A hold not found was taken on another
+/// thread (its guard was sent here): ignored.
+pub(crate) fn release(class: u32, instance: usize, access: Access) {
     with_thread(|t| {
-        if let Some(i) = t.held.iter().rposition(|h| h.is(class, instance)) {
+        let of = |a: Access| {
+            t.held
+                .iter()
+                .rposition(|h| h.is(class, instance) && h.access == a)
+        };
+        let found = match of(access) {
+            None if access == Access::Upgradable => of(Access::Write),
+            found => found,
+        };
+        if let Some(i) = found {
             t.held.remove(i);
         }
     });
