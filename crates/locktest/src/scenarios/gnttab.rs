@@ -80,7 +80,9 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore)]
     fn a_table_lock_that_does_not_lock_is_caught() {
-        let caught = (0..10).any(|_| before::<Busted<()>>(&setup(4)).unwrap().violations > 0);
+        let caught = crate::scenarios::caught_within_30s(|| {
+            before::<Busted<()>>(&setup(4)).unwrap().violations > 0
+        });
         assert!(
             caught,
             "a grant-table lock that does not lock went unnoticed"

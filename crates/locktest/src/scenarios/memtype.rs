@@ -214,7 +214,7 @@ mod tests {
     fn a_lock_that_does_not_lock_lets_lookups_see_half_changes() {
         // Without the lock a lookup can fall between the clear and the set
         // of a type change; a window of nanoseconds, so give it a few runs.
-        let caught = (0..20).any(|_| {
+        let caught = crate::scenarios::caught_within_30s(|| {
             let s = Setup {
                 runtime: std::time::Duration::from_millis(100),
                 ..setup(4)

@@ -279,6 +279,24 @@ fn run(
     Ok(report)
 }
 
+/// Test support: runs `attempt` (a short run of a broken design) until it
+/// reports a violation, for up to 30 s. A fixed number of tries was
+/// flaky on a loaded 2-CPU machine, where the threads that must overlap
+/// seldom ran at once; with the time bound a quiet machine still catches
+/// it in the first try or so, and a loaded one keeps trying.
+#[cfg(test)]
+pub(crate) fn caught_within_30s(mut attempt: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if attempt() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -250,7 +250,7 @@ mod tests {
     fn a_p2m_lock_that_does_not_lock_is_caught() {
         // A real grant-table lock, a p2m lock that does not lock, and p2m
         // writes 100 times as often as in the scenario, to show it quickly.
-        let caught = (0..10).any(|_| {
+        let caught = crate::scenarios::caught_within_30s(|| {
             let s = setup(4);
             let readers = Readers::new(s.threads);
             let p2m = P2m::new(|| Busted::<()>::new(()), &readers, WRITE_EVERY / 100);

@@ -170,7 +170,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore)]
     fn the_rejected_trylock_patch_is_caught() {
-        let caught = (0..50).any(|_| {
+        let caught = crate::scenarios::caught_within_30s(|| {
             let base = Instant::now();
             let timer: scalelock::SeqLock<Pmt> = scalelock::SeqLock::new([0, 0]);
             let out = drive(&setup(4), base, &mut Quiet(String::new), |c| {
@@ -199,7 +199,9 @@ mod tests {
         // 50 tries (it stops at the first catch): with other tests busy on
         // both CPUs, the test's threads seldom overlap, and 10 tries missed
         // about one run in five.
-        let caught = (0..50).any(|_| before::<Busted<Pmt>>(&setup(4)).unwrap().violations > 0);
+        let caught = crate::scenarios::caught_within_30s(|| {
+            before::<Busted<Pmt>>(&setup(4)).unwrap().violations > 0
+        });
         assert!(caught, "a lock that does not lock went unnoticed");
     }
 }

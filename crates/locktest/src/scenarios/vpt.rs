@@ -265,14 +265,14 @@ mod tests {
         // lock: two migrations of one timer race (migrations every other
         // operation make that quick).
         let none = DomainLock(Busted::<()>::new(()));
-        let caught = (0..10).any(|_| {
+        let caught = crate::scenarios::caught_within_30s(|| {
             drive::<Busted<usize>>(&setup(), &none, 2, String::new)
                 .unwrap()
                 .violations
                 > 0
         });
         assert!(caught, "before without its domain lock went unnoticed");
-        let caught = (0..10).any(|_| {
+        let caught = crate::scenarios::caught_within_30s(|| {
             drive::<Busted<usize>>(&setup(), &PerTimer, 2, String::new)
                 .unwrap()
                 .violations
