@@ -145,18 +145,19 @@ impl Access {
 /// be a false alarm. Their instances are still checked for recursion.
 ///
 /// # A global allocator on a lock of this crate
-/// With either feature, a class's first instrumented acquisition registers
-/// it under a mutex, and registering allocates. An allocator whose lock is
-/// not registered yet would come back to that mutex from inside the
-/// registration and wait for itself: take the allocator's lock once (or
-/// give it a class another lock has used) before routing allocations
-/// through it. (The switch patched into the code, which also allocates
+/// With either feature, a class's first instrumented acquisition (the
+/// first one with statistics or lockdep switched on) registers it under a
+/// mutex, with the lock held; the registry allocates from
+/// `std::alloc::System` only, so an allocator's lock may be registered
+/// from inside the allocator (`tests/stats_allocator_enabled_late.rs`).
+/// (The switch patched into the code, which also allocates
 /// while it patches, does not wait for itself: `tests/allocator_on_a_lock.rs`.)
-/// The same holds, with lockdep, for the order of an allocator that takes
-/// one lock of this crate inside another: take them once, in that order,
-/// before (a new dependency is recorded with allocations). Statistics
-/// allocate from `std::alloc::System` only, never through the global
-/// allocator.
+/// With lockdep, an allocator that takes one lock of this crate inside
+/// another must have that order recorded before (a new dependency is
+/// recorded with allocations through the global allocator): take them
+/// once, in that order, with lockdep on, before routing allocations
+/// through them. Statistics allocate from `std::alloc::System` only,
+/// never through the global allocator.
 pub struct LockClass {
     name: &'static str,
     /// Type classes (one per [`LockKind`]) merge unrelated locks: lockdep

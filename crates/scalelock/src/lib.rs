@@ -164,6 +164,8 @@ mod spin_barrier;
 #[cfg(feature = "stats")]
 pub mod stats;
 mod sync;
+#[cfg(any(feature = "stats", feature = "lockdep"))]
+mod sys_vec;
 #[cfg(all(feature = "std", not(any(loom, shuttle))))]
 mod thread_id;
 mod wait;

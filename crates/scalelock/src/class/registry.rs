@@ -5,18 +5,27 @@
 //! registered). A construction-site class is keyed by its
 //! `core::panic::Location`: the first lookup of a site takes the registry
 //! mutex and records the location's address in a small lock-free table,
-//! later lookups probe that table. Sites are compared by file, line and
+//! later lookups probe that table (a site whose few slots there are taken
+//! goes on a lock-free list instead). Sites are compared by file, line and
 //! column when first registered, so two copies of one `Location` (the
 //! compiler may emit several) name one class. Ids are never freed: classes
 //! are static code locations or statics.
+//!
+//! Registering happens on a lock path, with the lock held (a class's first
+//! instrumented acquisition), and the lock may be a global allocator's:
+//! the registry's memory comes from `std::alloc::System`, never from the
+//! global allocator, which could come back to that lock and wait for
+//! itself (or for the registry's mutex, which this thread holds).
 
 use core::panic::Location;
-use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::string::String;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::vec::Vec;
 
 use super::{ClassId, LockClass, LockKind};
+use crate::sys_vec::SysVec;
 
 /// What the registry knows about a class.
 #[derive(Clone, Copy, Debug)]
@@ -35,14 +44,14 @@ impl ClassInfo {
 
 struct Registry {
     /// Indexed by id; entry 0 is unused (0 means "not registered").
-    classes: Vec<ClassInfo>,
+    classes: SysVec<ClassInfo>,
     /// Site classes: (file, line, column) -> id.
-    sites: Vec<(&'static str, u32, u32, u32)>,
+    sites: SysVec<(&'static str, u32, u32, u32)>,
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
-    classes: Vec::new(),
-    sites: Vec::new(),
+    classes: SysVec::new(),
+    sites: SysVec::new(),
 });
 
 fn registry() -> MutexGuard<'static, Registry> {
@@ -150,6 +159,7 @@ fn site_hash(addr: usize) -> usize {
 pub(crate) fn of_site(site: &'static Location<'static>, kind: LockKind) -> ClassId {
     let addr = site as *const Location<'static> as usize;
     let h = site_hash(addr);
+    let mut full = true;
     for i in 0..SITE_PROBES {
         let slot = &SITE_TABLE[(h + i) % SITE_SLOTS];
         // Acquire pairs with the Release key store in `register_site`: the
@@ -161,9 +171,20 @@ pub(crate) fn of_site(site: &'static Location<'static>, kind: LockKind) -> Class
                     ordered: true,
                 };
             }
-            0 => break,
+            0 => {
+                full = false;
+                break;
+            }
             _ => {}
         }
+    }
+    // Slots are never freed: a window full now was full when the site
+    // registered, which then put it on the overflow list.
+    if full && let Some(index) = overflowed(addr) {
+        return ClassId {
+            index,
+            ordered: true,
+        };
     }
     ClassId {
         index: register_site(site, kind),
@@ -182,7 +203,7 @@ fn register_site(site: &'static Location<'static>, kind: LockKind) -> u32 {
     {
         Some(&(_, _, _, id)) => id,
         None => {
-            let name: &'static str = std::boxed::Box::leak(std::format!("{site}").into_boxed_str());
+            let name = site_name(site);
             let id = r.push(ClassInfo {
                 name,
                 site: Some(site),
@@ -193,23 +214,80 @@ fn register_site(site: &'static Location<'static>, kind: LockKind) -> u32 {
         }
     };
     // Cache the address. Writers are serialised by the registry mutex; a
-    // full probe window leaves the site to this slow path (still correct).
+    // full probe window puts the site on the overflow list, which lookups
+    // walk without the mutex (a lock path must not take it on every
+    // acquisition).
     let addr = site as *const Location<'static> as usize;
     let h = site_hash(addr);
     for i in 0..SITE_PROBES {
         let slot = &SITE_TABLE[(h + i) % SITE_SLOTS];
         let k = slot.key.load(Ordering::Relaxed);
         if k == addr {
-            break;
+            return id;
         }
         if k == 0 {
             slot.id.store(id, Ordering::Relaxed);
             // Release pairs with the Acquire key load in `of_site`.
             slot.key.store(addr, Ordering::Release);
-            break;
+            return id;
         }
     }
+    if overflowed(addr).is_none() {
+        let node = crate::sys_vec::leak(Overflowed {
+            addr,
+            id,
+            next: OVERFLOWED.load(Ordering::Relaxed),
+        });
+        // Release pairs with the Acquire load in `overflowed`.
+        OVERFLOWED.store(ptr::from_ref(node).cast_mut(), Ordering::Release);
+    }
     id
+}
+
+/// A site class whose probe window was full when it registered: a list
+/// that only grows (pushed under the registry mutex), read without it.
+struct Overflowed {
+    addr: usize,
+    id: u32,
+    next: *mut Overflowed,
+}
+
+static OVERFLOWED: AtomicPtr<Overflowed> = AtomicPtr::new(ptr::null_mut());
+
+/// The id of the site at `addr` on the overflow list.
+fn overflowed(addr: usize) -> Option<u32> {
+    // Acquire pairs with the Release store in `register_site`: the nodes
+    // pushed before it are visible.
+    let mut p = OVERFLOWED.load(Ordering::Acquire);
+    // SAFETY: nodes are leaked (never freed) and never written after they
+    // are published.
+    while let Some(node) = unsafe { p.as_ref() } {
+        if node.addr == addr {
+            return Some(node.id);
+        }
+        p = node.next;
+    }
+    None
+}
+
+/// `site` as `file:line:column`, in `System` memory, never freed.
+fn site_name(site: &Location<'_>) -> &'static str {
+    struct Bytes(SysVec<u8>);
+    impl core::fmt::Write for Bytes {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            for &b in s.as_bytes() {
+                self.0.push(b);
+            }
+            Ok(())
+        }
+    }
+    let mut name = Bytes(SysVec::new());
+    let _ = core::fmt::Write::write_fmt(&mut name, format_args!("{site}"));
+    let name = core::mem::ManuallyDrop::new(name.0);
+    // SAFETY: `name` holds the UTF-8 that `fmt` wrote, and is never freed.
+    unsafe {
+        core::str::from_utf8_unchecked(core::slice::from_raw_parts(name.as_ptr(), name.len()))
+    }
 }
 
 /// What the registry knows about class `id`.
@@ -225,5 +303,80 @@ pub(crate) fn info(id: u32) -> ClassInfo {
 /// Every registered class, indexed by id (entry 0 unused).
 #[cfg_attr(not(feature = "stats"), allow(dead_code))]
 pub(crate) fn all() -> Vec<ClassInfo> {
-    registry().classes.clone()
+    // Copied out in `System` memory: nothing goes through the global
+    // allocator with the registry's mutex held.
+    let classes = registry().classes.copied();
+    classes.to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    #[test]
+    fn a_site_past_a_full_probe_window_is_found_without_the_registry_mutex() {
+        let site: &'static Location<'static> = Location::caller();
+        let addr = ptr::from_ref(site) as usize;
+        {
+            // Fill the site's probe window with keys no `Location` has
+            // (odd), as other sites would.
+            let _r = registry();
+            let h = site_hash(addr);
+            for i in 0..SITE_PROBES {
+                let slot = &SITE_TABLE[(h + i) % SITE_SLOTS];
+                let _ =
+                    slot.key
+                        .compare_exchange(0, 2 * i + 1, Ordering::Relaxed, Ordering::Relaxed);
+            }
+        }
+        let id = of_site(site, LockKind::Other).index;
+        assert_ne!(id, 0);
+        assert_eq!(info(id).site.map(|s| s.line()), Some(site.line()));
+        // Later lookups (every instrumented acquisition) while another
+        // thread holds the registry's mutex (registering a class).
+        let r = registry();
+        let (tx, rx) = mpsc::channel();
+        let t = std::thread::spawn(move || tx.send(of_site(site, LockKind::Other).index));
+        let got = rx.recv_timeout(Duration::from_secs(5));
+        drop(r);
+        t.join().unwrap().unwrap();
+        assert_eq!(got, Ok(id), "the lookup waited for the registry's mutex");
+        assert_eq!(of_site(site, LockKind::Other).index, id);
+    }
+
+    #[test]
+    fn racing_first_uses_get_one_id_and_one_kind() {
+        static RACED: LockClass = LockClass::new("raced");
+        let site: &'static Location<'static> = Location::caller();
+        let kinds = [LockKind::QSpinLock, LockKind::SeqLock, LockKind::QRwLock];
+        let barrier = std::sync::Barrier::new(6);
+        let ids: Vec<(u32, u32)> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..6)
+                .map(|i| {
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        barrier.wait();
+                        let kind = kinds[i % kinds.len()];
+                        (of_class(&RACED, kind).index, of_site(site, kind).index)
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(ids.iter().all(|&p| p == ids[0]), "{ids:?}");
+        let (c, s) = ids[0];
+        assert_ne!(c, s);
+        assert!(kinds.contains(&info(c).kind) && kinds.contains(&info(s).kind));
+        assert_eq!(info(c).name, "raced");
+    }
+
+    #[test]
+    fn site_names_are_file_line_column() {
+        let site: &'static Location<'static> = Location::caller();
+        let id = of_site(site, LockKind::Other).index;
+        assert_eq!(info(id).name, std::format!("{site}"));
+        assert_eq!(info(id).site_string(), Some(std::format!("{site}")));
+    }
 }

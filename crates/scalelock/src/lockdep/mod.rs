@@ -59,9 +59,10 @@
 //!   nothing either; recording a new one does (its origin, the graph's
 //!   maps), with the thread's locks held: an allocator that takes one lock
 //!   of this crate inside another must have that order recorded once with
-//!   its allocations not going through the locks, as it must have its
-//!   classes registered (see [`LockClass`](crate::LockClass);
-//!   `tests/lockdep_allocator_nested_locks.rs`).
+//!   its allocations not going through the locks (see
+//!   [`LockClass`](crate::LockClass);
+//!   `tests/lockdep_allocator_nested_locks.rs`; registering a class
+//!   allocates from `std::alloc::System` only).
 //! - A guard released on another thread than the one that took it
 //!   (`QSpinLock`'s and `QRwLock`'s guards are `Send`) leaves its entry
 //!   on the taker's stack (lockdep cannot tell): the taker's next

@@ -76,7 +76,7 @@ pub(crate) mod clock;
 pub(crate) mod counters;
 mod histogram;
 mod snapshot;
-mod sys_vec;
+use crate::sys_vec;
 mod table;
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};

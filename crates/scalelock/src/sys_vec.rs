@@ -1,5 +1,6 @@
 //! A growable array of `Copy` values in memory from [`std::alloc::System`],
-//! never from the global allocator: the statistics' own storage.
+//! never from the global allocator: the statistics' own storage, and the
+//! class registry's.
 //!
 //! Statistics allocate on lock paths (a thread's first event of a class,
 //! its first counted acquisition, its exit), some of them with the lock
@@ -7,6 +8,8 @@
 //! back to that lock, held by its own thread, and wait for itself; so
 //! nothing here goes through the global allocator (`Vec<T, System>` needs
 //! the unstable allocator API, hence this small type).
+
+#![cfg_attr(not(feature = "stats"), allow(dead_code))]
 
 use core::alloc::Layout;
 use core::ops::{Deref, DerefMut};
