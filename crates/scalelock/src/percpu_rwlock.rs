@@ -258,12 +258,13 @@
 //! still inside re-enable the bias behind the revocation's back.
 //! `try_upgrade` is the other way round: it revokes first, with the state
 //! stamped with a window that keeps slow readers from re-enabling the bias
-//! (about a millisecond, the longest a stamp tells; a second revocation
-//! covers a try preempted for longer), and makes the underlying lock
-//! exclusive only once no fast reader is left. A try that fails then
-//! leaves no plain reader waiting: one that stepped aside during the
-//! revocation took the underlying read beside us, where exclusive first
-//! it would have queued on the queue lock the upgradable read holds.
+//! (about a millisecond, the longest a stamp tells; a try preempted for
+//! longer, that finds the bias back once the underlying lock is exclusive,
+//! fails), and makes the underlying lock exclusive only once no fast
+//! reader is left. A try that fails then leaves no plain reader waiting:
+//! one that stepped aside during the revocation took the underlying read
+//! beside us, where exclusive first it would have queued on the queue lock
+//! the upgradable read holds.
 //!
 //! # Writes end the underlying lock's batches
 //! A contended acquirer of the underlying lock sleeps through a *batch*
@@ -2088,24 +2089,30 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
         // section: wait a little for a moment between them (as a writer
         // spins on a slot before it parks), without holding any of them up.
         let mut backoff = Backoff::new();
-        // SAFETY: the guard came from `lock_upgradable` (caller's contract).
-        while !unsafe { self.inner.try_upgrade_keeping_queue() } {
+        let turn = loop {
+            // SAFETY: the guard came from `lock_upgradable` (caller's
+            // contract).
+            if let Some(turn) = unsafe { self.inner.try_upgrade_keeping_queue() } {
+                break turn;
+            }
             if backoff.steps() >= TUNING.pc_writer_steps {
                 // Slow readers are still inside: back to the state we found.
                 self.undo_revoke_for_upgrade(before);
                 return Err(guard);
             }
             backoff.snooze::<P>();
-        }
+        };
         // No slow reader can enter now, nor bring the bias back; one that
         // did while the window ran out (we were preempted that long) made
-        // `FAST` set again: revoke again, now that the lock is exclusive.
-        if self.state.load(Ordering::Relaxed) & FAST != 0 && !self.try_revoke() {
-            // Fast readers are inside: back to the upgradable read. (A
-            // reader that stepped aside during this second fence may wait
-            // until our upgradable read ends: only after that preemption.)
-            // SAFETY: we took the write by `try_upgrade_keeping_queue` above.
-            unsafe { self.inner.undo_upgrade() };
+        // `FAST` set again, and fast readers may be inside: step back and
+        // fail. (Revoking again now, with the lock exclusive, a reader that
+        // stepped aside during that fence met `W_LOCKED`, queued on the
+        // queue lock we keep, and stayed there after a failed try until
+        // our upgradable read ended: the wait this order avoids.)
+        if self.state.load(Ordering::Relaxed) & FAST != 0 {
+            // SAFETY: we took the write by `try_upgrade_keeping_queue` above,
+            // which ended `turn`.
+            unsafe { self.inner.undo_upgrade(turn) };
             return Err(guard);
         }
         // SAFETY: the guard is the upgradable read's, now a write.

@@ -21,7 +21,7 @@
 //! | `PARKED` | the `wait_lock` holder sleeps in `Platform::wait` on this word | the `wait_lock` holder only | the same thread only |
 //! | `QUIET` | the `wait_lock` holder waits out the running threads' batch (see "Fair and fast: batches"): fast paths still take the lock | the `wait_lock` holder, on starting to wait | the same thread, by the RMW that claims the lock (or, giving up at its deadline, that leaves) |
 //! | `HANDOFF` | a fair unlock ended the batch: fast paths must not take the lock; only ever set together with `QUIET` | a fair unlock, in its releasing RMW (only while `QUIET` is set) | the `QUIET` owner, in the same RMW that clears `QUIET` |
-//! | `TURN` | the number (1 to 3) of the turn the last claimant took (see "Turns"): writers other than its holder queue; 0: no turn | the `wait_lock` holder, in the RMW that claims the lock (as a reader or a writer) | the next claim (which sets the next number), an upgrade (the RMW that sets `W_WAITING`, or its `cmpxchg` to `W_LOCKED`), or any writer taking `W_LOCKED` from a word of nothing but `TURN` when nobody waits for `wait_lock`; a timed claimant or upgrader that gives up puts back the number its claim (or its `W_WAITING`) replaced |
+//! | `TURN` | the number (1 to 3) of the turn the last claimant took (see "Turns"): writers other than its holder queue; 0: no turn | the `wait_lock` holder, in the RMW that claims the lock (as a reader or a writer) | the next claim (which sets the next number), an upgrade (the RMW that sets `W_WAITING`, or its `cmpxchg` to `W_LOCKED`), or any writer taking `W_LOCKED` from a word of nothing but `TURN` when nobody waits for `wait_lock`; a timed claimant or upgrader that gives up puts back the number its claim (or its `W_WAITING`) replaced, and so does an upgrade that steps back from `W_LOCKED` (`undo_upgrade`, `PerCpuRwLock`'s fast readers still inside) |
 //! | count | readers holding the lock, plus readers that are about to find out they must queue (they undo their increment) | `fetch_add` by readers | `fetch_sub` by readers |
 //!
 //! Bit 31 (`READER_OVERFLOW`) is the top of the reader count: readers refuse
@@ -1174,20 +1174,22 @@ impl<P: Platform> QRwCore<P> {
     /// `try_upgrade` in two steps, for a wrapper that must check something
     /// of its own once the lock is exclusive (`PerCpuRwLock`'s fast
     /// readers): takes `W_LOCKED` if we are the only reader, keeping
-    /// `wait_lock`. Then either `finish_upgrade` or `undo_upgrade`.
+    /// `wait_lock`, and returns the `TURN` that ended (to give to
+    /// `undo_upgrade`). Then either `finish_upgrade` or `undo_upgrade`.
     ///
     /// # Safety
     /// The caller holds an upgradable read of this lock.
-    pub(crate) unsafe fn try_upgrade_keeping_queue(&self) -> bool {
+    pub(crate) unsafe fn try_upgrade_keeping_queue(&self) -> Option<u32> {
         self.try_take_as_sole_reader()
     }
 
     /// An upgradable reader's `try_upgrade`: takes `W_LOCKED` (dropping our
-    /// reader count and any `TURN`) if we are the only reader. Only the
-    /// `wait_lock` holder (us) sets `W_WAITING`, `PARKED` or `TURN`, so the
-    /// word but `TURN` is exactly `ONE_READER` iff we are the only reader.
+    /// reader count and any `TURN`, which it returns) if we are the only
+    /// reader. Only the `wait_lock` holder (us) sets `W_WAITING`, `PARKED`
+    /// or `TURN`, so the word but `TURN` is exactly `ONE_READER` iff we are
+    /// the only reader.
     #[inline]
-    fn try_take_as_sole_reader(&self) -> bool {
+    fn try_take_as_sole_reader(&self) -> Option<u32> {
         let mut v = self.cnts.load(Ordering::Relaxed);
         while v & !TURN == ONE_READER {
             // Acquire pairs with the other readers' Release `fetch_sub`.
@@ -1195,11 +1197,11 @@ impl<P: Platform> QRwCore<P> {
                 .cnts
                 .compare_exchange(v, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
             {
-                Ok(_) => return true,
+                Ok(_) => return Some(v & TURN),
                 Err(now) => v = now,
             }
         }
-        false
+        None
     }
 
     /// An upgradable reader starts to upgrade: sets `W_WAITING` (newcomer
@@ -1229,20 +1231,30 @@ impl<P: Platform> QRwCore<P> {
         self.wait_lock.release(false);
     }
 
-    /// Steps back from `try_upgrade_keeping_queue` to the upgradable read
-    /// (still holding `wait_lock`).
+    /// Steps back from `try_upgrade_keeping_queue` (or
+    /// `upgrade_until_keeping_queue`) to the upgradable read (still holding
+    /// `wait_lock`), putting back `turn`, the `TURN` that the upgrade ended
+    /// (as a timed upgrade that gives up while draining does).
     ///
     /// # Safety
-    /// The caller took the write with `try_upgrade_keeping_queue` and has
-    /// not finished it.
-    pub(crate) unsafe fn undo_upgrade(&self) {
-        // One RMW trades W_LOCKED for our reader count. Nobody sleeps on the
-        // word (only the `wait_lock` holder, us, would), so nobody to wake;
-        // fast readers spinning on W_LOCKED see it clear and are in.
-        // Release pairs with their Acquire: our write section (empty, but
-        // the wrapper's) happens before their reads.
-        self.cnts
-            .fetch_add(ONE_READER.wrapping_sub(W_LOCKED), Ordering::Release);
+    /// The caller took the write with `try_upgrade_keeping_queue` or
+    /// `upgrade_until_keeping_queue`, which returned `turn`, and has not
+    /// finished it.
+    pub(crate) unsafe fn undo_upgrade(&self, turn: u32) {
+        debug_assert_eq!(turn & !TURN, 0);
+        // One RMW trades W_LOCKED for our reader count and the turn. Nobody
+        // sleeps on the word (only the `wait_lock` holder, us, would), so
+        // nobody to wake; fast readers spinning on W_LOCKED see it clear
+        // and are in. Nobody set `TURN` under our `W_LOCKED` (claims need
+        // `wait_lock`, ours; writers a word without a writer), so it is 0
+        // and the add puts `turn` in. Release pairs with their Acquire: our
+        // write section (empty, but the wrapper's) happens before their
+        // reads.
+        let old = self.cnts.fetch_add(
+            ONE_READER.wrapping_sub(W_LOCKED).wrapping_add(turn),
+            Ordering::Release,
+        );
+        debug_assert_eq!(old & TURN, 0, "a turn taken under W_LOCKED");
     }
 }
 
@@ -1287,7 +1299,7 @@ unsafe impl<P: Platform> RawRwLockUpgrade for QRwCore<P> {
     }
 
     unsafe fn try_upgrade(&self, guard: WaitGuard<P>) -> Result<GuardSend, WaitGuard<P>> {
-        if self.try_take_as_sole_reader() {
+        if self.try_take_as_sole_reader().is_some() {
             // An upgradable guard stands for the held `wait_lock`.
             let _ = guard;
             self.wait_lock.release(false);
@@ -1628,6 +1640,21 @@ impl<P: Platform> QRwCore<P> {
     pub(crate) fn batch_bits_for_test(&self) -> (bool, bool, bool) {
         let v = self.cnts.load(Ordering::Relaxed);
         (v & QUIET != 0, v & HANDOFF != 0, v & W_LOCKED != 0)
+    }
+
+    /// Leaves turn `n` (1 to 3) in the word, as the last claim would.
+    pub(crate) fn set_turn_for_test(&self, n: u32) {
+        debug_assert!((1..=3).contains(&n));
+        let _ = self
+            .cnts
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v & !TURN | (n * TURN_ONE))
+            });
+    }
+
+    /// The number of the turn in the word (0: none).
+    pub(crate) fn turn_for_test(&self) -> u32 {
+        (self.cnts.load(Ordering::Relaxed) & TURN) / TURN_ONE
     }
 }
 
@@ -1995,7 +2022,7 @@ mod tests {
                 .store((2 * TURN_ONE) | (2 * ONE_READER), Ordering::Relaxed);
             let deadline = stepped_deadline(50_000_000);
             // SAFETY: we stand for an upgradable reader (above).
-            assert!(!unsafe { lock.upgrade_until_keeping_queue(deadline, Events::NONE) });
+            assert!(unsafe { lock.upgrade_until_keeping_queue(deadline, Events::NONE) }.is_none());
             assert_eq!(
                 lock.cnts.load(Ordering::Relaxed),
                 (2 * TURN_ONE) | (2 * ONE_READER),

@@ -2049,3 +2049,282 @@ fn a_stretched_heavy_fence_holds_the_probe_off_for_a_bounded_time() {
     assert!(!table.probe_due(at + TUNING.pc_probe_wait_max_ns - 1));
     assert!(table.probe_due(at + TUNING.pc_probe_wait_max_ns));
 }
+
+/// A timed upgrade that gives up at the revocation (a fast reader stays
+/// inside) leaves the underlying lock as it found it, the last claim's
+/// turn included, as the underlying lock's own timed upgrade does when it
+/// gives up while draining (`qrwlock`, "Timed acquisitions"): still the
+/// upgradable read, nothing else.
+#[test]
+#[cfg_attr(miri, ignore = "a timed wait for a reader")]
+fn a_timed_upgrade_that_gives_up_at_the_revocation_leaves_the_turn() {
+    use lock_api::{RawRwLockUpgrade, RawRwLockUpgradeTimed};
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+    // Xen's policy: a fast read stays on its slot.
+    static TABLE: ReaderTable = ReaderTable::with_inhibition(0);
+    let raw = Arc::new(RawPerCpuRwLock::<StdP>::with_table(&TABLE));
+    let (release, may_release) = channel::<()>();
+    let (inside, is_inside) = channel::<bool>();
+    let holder = {
+        let raw = raw.clone();
+        thread::spawn(move || {
+            let t = raw.lock_shared();
+            inside
+                .send(RawPerCpuRwLock::<StdP>::took_fast_path(&t))
+                .unwrap();
+            may_release.recv().unwrap();
+            // SAFETY: from `lock_shared` above.
+            unsafe { raw.unlock_shared(t) };
+        })
+    };
+    assert!(is_inside.recv().unwrap(), "a fast read");
+    // The turn the last claim of the underlying lock left.
+    raw.inner.set_turn_for_test(2);
+    let u = raw.lock_upgradable();
+    // SAFETY: `u` is our upgradable read.
+    let u = match unsafe { raw.try_upgrade_for(u, Duration::from_millis(5)) } {
+        Ok(_) => panic!("a fast reader is inside: the timed upgrade must give up"),
+        Err(u) => u,
+    };
+    assert_eq!(
+        raw.inner.turn_for_test(),
+        2,
+        "the upgrade that gave up changed the turn: {:?}",
+        raw.inner
+    );
+    // SAFETY: `u` is still our upgradable read.
+    unsafe { raw.unlock_upgradable(u) };
+    assert_eq!(raw.inner.turn_for_test(), 2);
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    assert!(!raw.is_locked());
+}
+
+std::thread_local! {
+    /// `HookPlatform`: run once at the calling thread's next `relax`.
+    static AT_RELAX: core::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+        const { core::cell::RefCell::new(None) };
+    /// `HookPlatform`: run once at the calling thread's next heavy fence.
+    static AT_HEAVY_FENCE: core::cell::RefCell<Option<Box<dyn FnOnce()>>> =
+        const { core::cell::RefCell::new(None) };
+}
+
+/// The std platform (as `TestPlatform`), except that a test can run code
+/// on a thread at its next `relax` or heavy fence (`AT_RELAX`,
+/// `AT_HEAVY_FENCE`): other threads then act at that exact point of the
+/// thread's lock operation.
+#[derive(Debug, Clone, Copy, Default)]
+struct HookPlatform;
+
+// SAFETY: the std platform's (through `TestPlatform`); the hooks only run
+// code before a relax or a heavy fence, which adds delay.
+unsafe impl Platform for HookPlatform {
+    fn relax() {
+        if let Some(f) = AT_RELAX.with(|h| h.borrow_mut().take()) {
+            f();
+        }
+        TestPlatform::<0>::relax()
+    }
+    fn yield_now() {
+        TestPlatform::<0>::yield_now()
+    }
+    fn now_ns() -> u64 {
+        TestPlatform::<0>::now_ns()
+    }
+    fn wait(word: &crate::sync::atomic::AtomicU32, expected: u32) {
+        TestPlatform::<0>::wait(word, expected)
+    }
+    fn wake_one(word: &crate::sync::atomic::AtomicU32) {
+        TestPlatform::<0>::wake_one(word)
+    }
+    fn wake_all(word: &crate::sync::atomic::AtomicU32) {
+        TestPlatform::<0>::wake_all(word)
+    }
+    fn light_fence() {
+        TestPlatform::<0>::light_fence()
+    }
+    fn heavy_fence() {
+        if let Some(f) = AT_HEAVY_FENCE.with(|h| h.borrow_mut().take()) {
+            f();
+        }
+        TestPlatform::<0>::heavy_fence()
+    }
+    fn queue_node() -> Option<crate::qnode::NodeIndex> {
+        TestPlatform::<0>::queue_node()
+    }
+    fn node(index: crate::qnode::NodeIndex) -> &'static crate::qnode::QNode {
+        TestPlatform::<0>::node(index)
+    }
+    fn cpu_id() -> usize {
+        TestPlatform::<0>::cpu_id()
+    }
+    fn cpu_count() -> usize {
+        TestPlatform::<0>::cpu_count()
+    }
+    fn reader_slot() -> Option<usize> {
+        TestPlatform::<0>::reader_slot()
+    }
+    fn reader_slot_assigned() -> Option<usize> {
+        TestPlatform::<0>::reader_slot_assigned()
+    }
+    fn with_local<R>(f: impl FnOnce(&crate::platform::LocalState) -> R) -> Option<R> {
+        TestPlatform::<0>::with_local(f)
+    }
+    fn sleep_ns(ns: u64) {
+        TestPlatform::<0>::sleep_ns(ns)
+    }
+    fn reader_slot_bound() -> usize {
+        TestPlatform::<0>::reader_slot_bound()
+    }
+    fn reader_slots_in_use(f: impl FnMut(usize)) {
+        TestPlatform::<0>::reader_slots_in_use(f)
+    }
+}
+
+/// A `try_upgrade` that makes the underlying lock exclusive only to find
+/// the bias back (a slow reader re-enabled it once the try's window ran
+/// out, the try preempted that long, and a fast reader came in) fails
+/// leaving no plain reader waiting, as every failed try does: a reader
+/// that steps aside meanwhile must not end up queued on the queue lock
+/// the upgradable read keeps. (A second revocation with the lock
+/// exclusive, as there was, sent such a reader to that queue, where it
+/// stayed until the upgradable read ended.) `HookPlatform` stops the try
+/// at its first spin for the slow readers and at a heavy fence after it.
+#[test]
+#[cfg_attr(miri, ignore = "threads that wait for each other, timed waits")]
+fn a_try_upgrade_that_finds_the_bias_back_leaves_no_reader_waiting() {
+    use lock_api::RawRwLockUpgrade;
+    use std::sync::Mutex;
+    use std::sync::mpsc::{Receiver, Sender, channel};
+    use std::time::{Duration, Instant};
+    type HookRaw = RawPerCpuRwLock<HookPlatform>;
+    /// A thread that takes a read of a lock when told (`go`), says whether
+    /// it is a fast one (`inside`), and releases it when told again (then
+    /// says `false`).
+    struct Reader {
+        go: Mutex<Sender<()>>,
+        inside: Mutex<Receiver<bool>>,
+    }
+    impl Reader {
+        /// `busy_slot`: a lock of the same table read first, so that the
+        /// thread's slot is busy and its read of `lock` a slow one.
+        fn spawn(
+            lock: &Arc<HookRaw>,
+            busy_slot: Option<&Arc<HookRaw>>,
+        ) -> (Arc<Self>, thread::JoinHandle<()>) {
+            let (go, went) = channel::<()>();
+            let (inside, is_inside) = channel::<bool>();
+            let (lock, busy_slot) = (lock.clone(), busy_slot.cloned());
+            let t = thread::spawn(move || {
+                went.recv().unwrap();
+                let outer = busy_slot.as_ref().map(|o| o.lock_shared());
+                let t = lock.lock_shared();
+                inside.send(HookRaw::took_fast_path(&t)).unwrap();
+                went.recv().unwrap();
+                // SAFETY: from `lock_shared` above, on this thread.
+                unsafe { lock.unlock_shared(t) };
+                if let (Some(o), Some(t)) = (busy_slot, outer) {
+                    // SAFETY: as above.
+                    unsafe { o.unlock_shared(t) };
+                }
+                inside.send(false).unwrap();
+            });
+            let r = Self {
+                go: Mutex::new(go),
+                inside: Mutex::new(is_inside),
+            };
+            (Arc::new(r), t)
+        }
+        fn go(&self) {
+            self.go.lock().unwrap().send(()).unwrap();
+        }
+        fn inside(&self) -> bool {
+            self.inside.lock().unwrap().recv().unwrap()
+        }
+    }
+    static TABLE: ReaderTable = ReaderTable::with_inhibition(0);
+    let raw = Arc::new(HookRaw::with_table(&TABLE));
+    let other = Arc::new(HookRaw::with_table(&TABLE));
+    assert_eq!(raw.state.load(O::Relaxed) & (FAST | SYM), FAST, "biased");
+    // A slow reader inside: the try's underlying upgrade waits for it.
+    let (slow, slow_t) = Reader::spawn(&raw, Some(&other));
+    slow.go();
+    assert!(!slow.inside(), "a slow read");
+    let (fast, fast_t) = Reader::spawn(&raw, None);
+    let (late, late_t) = Reader::spawn(&raw, None);
+    let late_called = Arc::new(AtomicBool::new(false));
+    let u = raw.lock_upgradable();
+    {
+        let (raw, slow, fast) = (raw.clone(), slow.clone(), fast.clone());
+        let (late, late_called) = (late.clone(), late_called.clone());
+        AT_RELAX.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move || {
+                // The try spins for the slow reader. Its window ran out
+                // meanwhile (preempted): a slow read brings the bias back,
+                // as `reenable` does (we hold the underlying read too),
+                // and a fast reader comes in; then the slow reader leaves.
+                let s = raw.state.load(O::Relaxed);
+                assert_eq!(s & FAST, 0, "the try revoked first");
+                raw.reenable(s, HookPlatform::now_ns());
+                assert_ne!(raw.state.load(O::Relaxed) & FAST, 0);
+                fast.go();
+                assert!(fast.inside(), "a fast read");
+                slow.go();
+                assert!(!slow.inside());
+                // A reader that comes during a heavy fence of the try from
+                // here on (it finds the bias off) is queued, or in, before
+                // the fence ends.
+                AT_HEAVY_FENCE.with(|h| {
+                    *h.borrow_mut() = Some(Box::new(move || {
+                        late_called.store(true, O::SeqCst);
+                        late.go();
+                        let start = Instant::now();
+                        while !raw.inner.queued_behind_waiter()
+                            && start.elapsed() < Duration::from_millis(200)
+                        {
+                            thread::yield_now();
+                        }
+                    }));
+                });
+            }));
+        });
+    }
+    // SAFETY: `u` is our upgradable read.
+    let u = match unsafe { raw.try_upgrade(u) } {
+        Ok(_) => panic!("a fast reader is inside: the try must fail"),
+        Err(u) => u,
+    };
+    AT_RELAX.with(|h| h.borrow_mut().take());
+    AT_HEAVY_FENCE.with(|h| h.borrow_mut().take());
+    // The late reader comes now if no fence of the try called it.
+    if !late_called.load(O::SeqCst) {
+        late.go();
+    }
+    // Still holding the upgradable read: the late reader gets in.
+    let got_in = late
+        .inside
+        .lock()
+        .unwrap()
+        .recv_timeout(Duration::from_millis(500))
+        .is_ok();
+    // SAFETY: `u` is our upgradable read.
+    unsafe { raw.unlock_upgradable(u) };
+    if !got_in {
+        let _ = late.inside();
+    }
+    late.go();
+    assert!(!late.inside());
+    fast.go();
+    assert!(!fast.inside());
+    for t in [slow_t, fast_t, late_t] {
+        t.join().unwrap();
+    }
+    assert!(
+        got_in,
+        "a plain reader waited behind the upgradable read after a failed try \
+         (it came during a fence of the try: {})",
+        late_called.load(O::SeqCst)
+    );
+    assert!(!raw.is_locked());
+}

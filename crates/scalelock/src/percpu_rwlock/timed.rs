@@ -153,12 +153,12 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         // As in `upgrade`: the underlying lock first (keeping its queue
         // lock, so that we can step back), then the revocation.
         // SAFETY: we hold an upgradable read (caller's contract).
-        if !unsafe {
+        let Some(turn) = (unsafe {
             self.inner
                 .upgrade_until_keeping_queue(deadline, self.events(Access::Write))
-        } {
+        }) else {
             return Err(guard);
-        }
+        };
         match self.revoke_and_decide_until(deadline) {
             Some(next) => {
                 // SAFETY: the upgradable read's, now a write.
@@ -168,9 +168,9 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             }
             None => {
                 // Fast readers are still inside (the bias is back): back to
-                // the upgradable read.
+                // the upgradable read, with the turn the upgrade ended.
                 // SAFETY: we took the write by the upgrade above.
-                unsafe { self.inner.undo_upgrade() };
+                unsafe { self.inner.undo_upgrade(turn) };
                 Err(guard)
             }
         }

@@ -104,7 +104,7 @@ impl<P: Platform> QRwCore<P> {
     /// The caller holds an upgradable read of this lock.
     pub(crate) unsafe fn upgrade_until(&self, deadline: Deadline, ev: Events) -> bool {
         // SAFETY: the caller's contract is ours.
-        if !unsafe { self.upgrade_until_keeping_queue(deadline, ev) } {
+        if unsafe { self.upgrade_until_keeping_queue(deadline, ev) }.is_none() {
             return false;
         }
         // The upgradable read's `wait_lock` (caller's contract).
@@ -114,7 +114,8 @@ impl<P: Platform> QRwCore<P> {
 
     /// `upgrade_until`, keeping `wait_lock` on success (for a wrapper that
     /// must check something of its own once the lock is exclusive; then
-    /// `finish_upgrade` or `undo_upgrade`).
+    /// `finish_upgrade` or `undo_upgrade`, which puts back the `TURN` the
+    /// upgrade ended, returned here).
     ///
     /// # Safety
     /// The caller holds an upgradable read of this lock.
@@ -122,12 +123,13 @@ impl<P: Platform> QRwCore<P> {
         &self,
         deadline: Deadline,
         ev: Events,
-    ) -> bool {
+    ) -> Option<u32> {
         let replaced = self.start_upgrade();
-        // False: W_WAITING and our PARKED are gone again, and the turn
+        // None: W_WAITING and our PARKED are gone again, and the turn
         // that `start_upgrade` ended is back; our reader count and
         // `wait_lock` stay: still the upgradable reader.
         self.take_from_waiting(ONE_READER, 0, replaced, deadline, ev)
+            .then_some(replaced)
     }
 
     /// Releases an upgradable read fairly: `wait_lock` to the next queued
