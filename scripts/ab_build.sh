@@ -4,14 +4,27 @@
 root=$(git rev-parse --show-toplevel)
 
 # ab_worktree COMMIT: makes /tmp/ab-COMMIT a detached worktree of COMMIT
-# (once).
+# (once), and refuses one found there that is not a clean checkout of
+# COMMIT (a build there would not be COMMIT's; Cargo.lock aside, which
+# cargo itself may bring up to date with the commit's manifests).
 ab_worktree() {
-  [ -d /tmp/ab-$1 ] || git -C "$root" worktree add -q --detach /tmp/ab-$1 $1
+  local d=/tmp/ab-$1
+  [ -d $d ] || git -C "$root" worktree add -q --detach $d $1 || return 1
+  if [ "$(git -C $d rev-parse HEAD 2>/dev/null)" != "$(git -C "$root" rev-parse "$1^{commit}")" ] ||
+     [ -n "$(git -C $d status --porcelain --untracked-files=no -- . ':!Cargo.lock' 2>/dev/null)" ]; then
+    echo "ab_worktree: $d is not a clean checkout of $1" >&2
+    return 1
+  fi
 }
 
 # ab_build BENCH COMMIT [FEATURES]: builds bench BENCH of scalelock at
 # COMMIT (a detached worktree in /tmp, its own target dir per commit and
-# feature list) and prints the binary's path.
+# feature list) and prints the binary's path; fails (status 1, nothing
+# printed) if the build fails. Callers must check the status: bash does
+# not carry `set -e` into a command substitution, and a failed build used
+# to hand over whatever binary an earlier build had left in the target dir.
+# The path is the one cargo reports for this build (the newest file in
+# deps may be another build's, e.g. another toolchain's).
 # With ALIGN=1 in the environment both sides are built with every function
 # and every branch target aligned (64 and 32 bytes): a change to one
 # function moves the code after it, and on some CPUs that alone moved
@@ -20,11 +33,25 @@ ab_worktree() {
 # what the change does, not where its code landed.
 ab_align_flags=${ALIGN:+-C llvm-args=-align-all-functions=6 -C llvm-args=-align-all-nofallthru-blocks=5}
 ab_build() {
-  local bench=$1 c=$2 f=${3:-} d=/tmp/ab-$2 t=/tmp/ab-target-$2${3:+-${3//,/-}}${ALIGN:+-aligned}
-  ab_worktree $c
-  (cd $d && RUSTFLAGS="$ab_align_flags" CARGO_TARGET_DIR=$t cargo bench -q -p scalelock --bench $bench \
-    ${f:+--features $f} --no-run 2>&1 | tail -1 >&2)
-  ls -t $t/release/deps/$bench-* | grep -v '\.d$' | head -1
+  local bench=$1 c=$2 f=${3:-} d=/tmp/ab-$2 t=/tmp/ab-target-$2${3:+-${3//,/-}}${ALIGN:+-aligned} log exe
+  ab_worktree $c || return 1
+  log=$(mktemp)
+  exe=$(cd $d && RUSTFLAGS="$ab_align_flags" CARGO_TARGET_DIR=$t cargo bench -q -p scalelock --bench $bench \
+    ${f:+--features $f} --no-run --message-format=json-render-diagnostics 2>$log |
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if (m.get("reason") == "compiler-artifact" and m.get("executable")
+            and m["target"]["name"] == sys.argv[1] and "bench" in m["target"]["kind"]):
+        print(m["executable"])' $bench) || exe=
+  if [ -z "$exe" ] || [ ! -x "$exe" ]; then
+    tail -20 $log >&2; rm -f $log
+    echo "ab_build: bench $bench at $c${f:+ (features $f)} did not build" >&2
+    return 1
+  fi
+  tail -1 $log >&2; rm -f $log
+  echo "$exe"
 }
 
 # ab_alternate RAW RUN BIN_A BIN_B: empties RAW and runs the two binaries

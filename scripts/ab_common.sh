@@ -11,6 +11,9 @@ out=$root/target/ab; mkdir -p "$out"
 # runs the two binaries alternately (ABBA...) for R pairs: `RUN SIDE BINARY
 # PAIR` (SIDE is A or B) prints its result lines, which go to RAW.
 ab_pairs() {
-  local bench=$1 raw=$2 run=$3
-  ab_alternate $raw $run "$(ab_build $bench $A)" "$(ab_build $bench $B)"
+  local bench=$1 raw=$2 run=$3 ba bb
+  # Not in ab_alternate's arguments, where a failed build's status is lost.
+  ba=$(ab_build $bench $A) || return 1
+  bb=$(ab_build $bench $B) || return 1
+  ab_alternate $raw $run $ba $bb
 }

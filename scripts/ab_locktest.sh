@@ -20,9 +20,9 @@ source "$(dirname "$0")/ab_common.sh"
 locks=${LOCKS:-qspinlock,pl-mutex}
 build() { # COMMIT [FEATURES]: prints the locktest binary's path (ALIGN=1: see ab_build.sh)
   local d=/tmp/ab-$1 f=${2:-} t=/tmp/ab-target-$1-locktest${2:+-${2//,/-}}${ALIGN:+-aligned}
-  ab_worktree $1
+  ab_worktree $1 || return 1
   (cd $d && RUSTFLAGS="$ab_align_flags" CARGO_TARGET_DIR=$t cargo build -q --release -p locktest \
-    ${f:+--features $f} 2>&1 | tail -1 >&2)
+    ${f:+--features $f} 2>&1 | tail -1 >&2) || { echo "locktest at $1 did not build" >&2; return 1; }
   echo $t/release/locktest
 }
 run() { # SIDE BINARY PAIR
@@ -38,7 +38,10 @@ for x in d['runs']:
           x['total_rate'], x['min'] / max(x['max'], 1), x.get('cpu_share') or 0)
 PY
 }
-ab_alternate $out/locktest.txt run "$(build $A ${FEATURES_A:-})" "$(build $B ${FEATURES_B:-})"
+# Built apart from ab_alternate's arguments, where a failed build's status
+# is lost (and the last good build's binary would run).
+ba=$(build $A ${FEATURES_A:-}); bb=$(build $B ${FEATURES_B:-})
+ab_alternate $out/locktest.txt run $ba $bb
 python3 - $out/locktest.txt "$locks" "$A${FEATURES_A:++$FEATURES_A}" "$B${FEATURES_B:++$FEATURES_B}" <<'PY'
 import sys, statistics as st, collections
 raw, locks, a, b = sys.argv[1], sys.argv[2].split(','), sys.argv[3], sys.argv[4]

@@ -18,7 +18,7 @@ source "$(dirname "$0")/ab_build.sh"
 ops=${COUNT_OPS:-100000}
 build() { # COMMIT: prints the program's path
   local c=$1 p=/tmp/mix-count-$1
-  ab_worktree $c
+  ab_worktree $c || return 1
   mkdir -p $p/src
   cat > $p/Cargo.toml <<EOF
 [package]
@@ -69,7 +69,8 @@ fn main() {
     }
 }
 EOF
-  (cd $p && CARGO_TARGET_DIR=$p/target cargo build -q --release 2>&1 | tail -1 >&2)
+  (cd $p && CARGO_TARGET_DIR=$p/target cargo build -q --release 2>&1 | tail -1 >&2) ||
+    { echo "mix_count at $c did not build" >&2; return 1; }
   echo $p/target/release/mix_count
 }
 count() { # BINARY READS LOOP

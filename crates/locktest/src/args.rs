@@ -90,8 +90,9 @@ pub struct BenchArgs {
     /// No progress bar and no notes on stderr.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Rounds: the lock list runs round-robin this many times per
-    /// configuration; the summary shows the median of the per-round ratios.
+    /// Rounds: the lock list runs this many times per configuration, its
+    /// order reversed every other round; the summary shows the median of
+    /// the per-round ratios.
     #[arg(long, default_value_t = 3, value_name = "R")]
     pub rounds: u32,
     /// Do not draw the SVG/PNG charts.

@@ -4,7 +4,9 @@
 //!
 //! Runs are grouped by configuration (threads, r%). Within a group every
 //! round runs each lock once, back to back, so a lock and its baseline see
-//! the same machine state; the summary compares them round by round.
+//! the same machine state; the summary compares them round by round. The
+//! order reverses every other round (as `scenario`'s does), so that no lock
+//! always runs first, or always just before or after its baseline.
 
 use std::time::Duration;
 
@@ -195,7 +197,7 @@ impl Plan {
         let mut records = Vec::new();
         for group in self.groups() {
             for round in 1..=self.rounds {
-                for info in &group.locks {
+                for info in round_order(&group.locks, round) {
                     let cfg = RunConfig {
                         lock: info.name,
                         threads: group.threads,
@@ -246,6 +248,16 @@ impl Plan {
             ),
         }
     }
+}
+
+/// The order `locks` run in round `round` (from 1): as given in odd rounds,
+/// reversed in even ones.
+fn round_order<T: Copy>(locks: &[T], round: u32) -> Vec<T> {
+    let mut order = locks.to_vec();
+    if round.is_multiple_of(2) {
+        order.reverse();
+    }
+    order
 }
 
 /// `locktest bench`: validate, run, print, write the JSON and charts.
@@ -319,4 +331,26 @@ pub fn command(args: &BenchArgs) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_order;
+
+    /// Registry order put scalelock's locks first and the baselines after
+    /// them in every round: a lock and its baseline never swapped places.
+    #[test]
+    fn the_order_reverses_every_other_round() {
+        let locks = ["qspinlock", "std-mutex", "pl-mutex"];
+        assert_eq!(round_order(&locks, 1), locks);
+        assert_eq!(
+            round_order(&locks, 2),
+            ["pl-mutex", "std-mutex", "qspinlock"]
+        );
+        assert_eq!(round_order(&locks, 3), locks);
+        // Over two rounds each lock runs once before and once after the
+        // baseline.
+        let first_in = |r| round_order(&locks, r)[0];
+        assert_ne!(first_in(1), first_in(2));
+    }
 }

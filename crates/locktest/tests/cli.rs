@@ -247,9 +247,20 @@ fn rounds_report_each_run_and_a_median() {
         .success();
     let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
     let seed = parse_seed(&stdout);
-    // Round-robin: the two locks alternate.
+    // Every round runs both locks; the order reverses every other round,
+    // so that neither always runs first.
     let order: Vec<&str> = seed.iter().map(|p| p.lock.as_str()).collect();
-    assert_eq!(order, ["qspinlock", "pl-mutex"].repeat(3));
+    assert_eq!(
+        order,
+        [
+            "qspinlock",
+            "pl-mutex",
+            "pl-mutex",
+            "qspinlock",
+            "qspinlock",
+            "pl-mutex"
+        ]
+    );
     assert!(stdout.contains("median of 3 rounds"), "{stdout}");
     let report = read_json(&dir.join("results.json"));
     let rounds: Vec<u64> = report["runs"]
