@@ -623,8 +623,18 @@ impl ReaderTable {
     /// (exits may race each other: the odd count is taken by a CAS), so a
     /// writer whose sum of the counts met this move can tell and sum
     /// again.
+    /// An owner that made no read of this table's locks has nothing to
+    /// move, and leaves the sequence count alone: every exiting thread
+    /// with a slot index retires in every registered table, and bumping
+    /// the count of tables it never read made their writers' totals fail
+    /// (`checked_total`) whenever threads came and went elsewhere in the
+    /// process.
     #[cfg(all(feature = "std", not(any(loom, shuttle))))]
     pub(crate) fn retire_counts(&self, i: usize) {
+        // Relaxed: the exiting owner's own counts (only it writes them).
+        if self.slots[i].fast_reads() == 0 && self.slots[i].slow_reads() == 0 {
+            return;
+        }
         let mut seq = self.retire_seq.load(Ordering::Relaxed);
         loop {
             if seq & 1 == 0 {

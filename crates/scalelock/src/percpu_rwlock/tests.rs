@@ -1471,6 +1471,25 @@ fn a_total_that_meets_an_exit_is_refused_and_summed_again() {
     assert_eq!(total(), Some(reads + 1), "summed again: each read once");
 }
 
+/// An exit whose owner made no read of a table's locks moves nothing
+/// there and leaves its sequence count alone: otherwise every thread
+/// that exits anywhere in the process (each retires in every registered
+/// table) made the class totals of tables it never read fail, and their
+/// symmetric writes stay symmetric ("exits kept moving counts").
+#[test]
+fn an_exit_without_reads_of_a_table_leaves_its_totals_alone() {
+    static TABLE: ReaderTable = ReaderTable::new();
+    let i = crate::reader_table::SLOTS - 2;
+    let seq = TABLE.retire_seq();
+    TABLE.retire_counts(i);
+    assert!(TABLE.unchanged_since(seq), "nothing moved, nothing refused");
+    // With a read to move, the exit is seen.
+    TABLE.slot(i).unwrap().count_fast_read();
+    TABLE.retire_counts(i);
+    assert!(!TABLE.unchanged_since(seq));
+    assert_eq!(TABLE.retired_fast_reads_unchecked(), 1);
+}
+
 /// The same through a real revocation: a thread exits while a writer,
 /// having read that thread's slot count, waits for a later slot's reader.
 /// The revocation's figure of slot reads since the last one (which feeds
