@@ -1993,10 +1993,27 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawPerCpuRwLock<P> {
         // SAFETY: the token stands for our underlying write lock.
         let _ = unsafe { self.inner.downgrade(GuardSend::new()) };
         // The id exists (the write assigned it), so this cannot panic.
-        let mut read = self.enter_underlying(mine);
+        let read = self.enter_underlying(mine);
+        // A panic out of the write hold's release (a long-hold hook's)
+        // returns no read guard: nobody would release the read. Released
+        // as it unwinds, as a plain unlock whose hook panics leaves nothing
+        // held.
+        struct UnlockOnUnwind<'a, P: Platform>(&'a RawPerCpuRwLock<P>, Option<PerCpuReadToken>);
+        impl<P: Platform> Drop for UnlockOnUnwind<'_, P> {
+            fn drop(&mut self) {
+                if let Some(read) = self.1.take() {
+                    // SAFETY: the read the downgrade took, not handed out.
+                    unsafe { self.0.unlock_shared(read) };
+                }
+            }
+        }
+        let mut unwind = UnlockOnUnwind(self, Some(read));
         // We still read-hold the lock. A downgrade never waits: the read is
         // recorded as a try (no lockdep dependency into it).
         token.held.release(self.addr());
+        let Some(mut read) = unwind.1.take() else {
+            unreachable!("taken only here")
+        };
         read.held = self.try_acquired(Access::ReentrantRead);
         read
     }

@@ -1542,8 +1542,20 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawQRwLock<P> {
     unsafe fn downgrade(&self, guard: Held) -> Held {
         // SAFETY: we hold the write lock (caller's contract).
         unsafe { self.core.downgrade(GuardSend::new()) };
+        // A panic out of the write hold's release (a long-hold hook's)
+        // returns no read guard: nobody would release the read. Given
+        // back as it unwinds, as a plain unlock whose hook panics leaves
+        // nothing held.
+        struct LeaveOnUnwind<'a, P: Platform>(&'a QRwCore<P>);
+        impl<P: Platform> Drop for LeaveOnUnwind<'_, P> {
+            fn drop(&mut self) {
+                self.0.reader_leave();
+            }
+        }
+        let leave = LeaveOnUnwind(&self.core);
         // We still read-hold the lock: it stays alive.
         guard.release(self.addr());
+        core::mem::forget(leave);
         self.try_acquired(Access::Read)
     }
 }
