@@ -220,3 +220,108 @@ fn turn_holder_and_earlier_writer() {
         assert!(!s.lock.is_locked());
     });
 }
+
+/// An upgrade that waits (W_WAITING, then asleep with PARKED) for a reader
+/// that leaves with a fair unlock, then releases the write fairly itself:
+/// the reader's release wakes the upgrader, and nobody is left waiting.
+#[test]
+fn upgrade_waits_for_a_fair_reader() {
+    use lock_api::RawRwLockFair;
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(|| {
+        let s = Shared::new();
+        let t = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let g = s.lock.lock_shared();
+                for _ in 0..4 {
+                    thread::yield_now();
+                }
+                // SAFETY: shared lock held.
+                let v = s.data.with(|d| unsafe { *d });
+                // SAFETY: `g` came from `lock_shared` above.
+                unsafe { s.lock.unlock_shared_fair(g) };
+                v
+            })
+        };
+        let u = s.lock.lock_upgradable();
+        // SAFETY: `u` came from `lock_upgradable` above.
+        let w = unsafe { s.lock.upgrade(u) };
+        // SAFETY: exclusive lock held.
+        s.data.with_mut(|d| unsafe { *d += 1 });
+        // SAFETY: `w` came from `upgrade` above.
+        unsafe { s.lock.unlock_exclusive_fair(w) };
+        assert!(t.join().unwrap() <= 1);
+        assert_eq!(s.read(), 1);
+        assert!(!s.lock.is_locked());
+    });
+}
+
+/// A writer queued on `wait_lock` behind an upgradable reader that leaves
+/// with a fair unlock (the queue lock reserved for the writer, the read
+/// released with HANDOFF if the writer already waits out a batch).
+#[test]
+fn upgradable_fair_unlock_to_a_queued_writer() {
+    use lock_api::RawRwLockUpgradeFair;
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(|| {
+        let s = Shared::new();
+        let u = s.lock.lock_upgradable();
+        let t = {
+            let s = s.clone();
+            thread::spawn(move || s.write())
+        };
+        for _ in 0..3 {
+            thread::yield_now();
+        }
+        // SAFETY: shared (upgradable) lock held.
+        let v = s.data.with(|d| unsafe { *d });
+        assert_eq!(v, 0);
+        // SAFETY: `u` came from `lock_upgradable` above.
+        unsafe { s.lock.unlock_upgradable_fair(u) };
+        t.join().unwrap();
+        assert_eq!(s.read(), 1);
+        assert!(!s.lock.is_locked());
+    });
+}
+
+/// An upgradable reader waiting (asleep) for a writer that downgrades:
+/// the downgrade wakes it; its upgrade then waits for the downgraded read.
+#[test]
+fn downgrade_wakes_a_waiting_upgradable_reader() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(|| {
+        let s = Shared::new();
+        let t = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let w = s.lock.lock_exclusive();
+                for _ in 0..4 {
+                    thread::yield_now();
+                }
+                // SAFETY: exclusive lock held.
+                s.data.with_mut(|d| unsafe { *d += 1 });
+                // SAFETY: `w` came from `lock_exclusive` above.
+                let r = unsafe { s.lock.downgrade(w) };
+                // SAFETY: shared lock held.
+                let v = s.data.with(|d| unsafe { *d });
+                // SAFETY: `r` came from `downgrade` above.
+                unsafe { s.lock.unlock_shared(r) };
+                v
+            })
+        };
+        let u = s.lock.lock_upgradable();
+        // SAFETY: `u` came from `lock_upgradable` above.
+        let w = unsafe { s.lock.upgrade(u) };
+        // SAFETY: exclusive lock held.
+        s.data.with_mut(|d| unsafe { *d += 1 });
+        // SAFETY: `w` came from `upgrade` above.
+        unsafe { s.lock.unlock_exclusive(w) };
+        assert!(t.join().unwrap() >= 1);
+        assert_eq!(s.read(), 2);
+        assert!(!s.lock.is_locked());
+    });
+}

@@ -907,3 +907,86 @@ fn checks_catch_locks_that_do_not_lock() {
         "rwlock checks"
     );
 }
+
+/// Six threads on one `QRwLock` through the untimed upgradable and fair
+/// paths: `bump` of reads, writes and upgradable reads, fair unlocks of
+/// upgradable reads, `try_upgrade`, `upgrade` then `downgrade`, beside
+/// plain reads and writes. Exclusion holds, every write lands, and the
+/// lock ends idle (nobody left waiting for a wake-up).
+fn qrwlock_upgrade_fair_bump_body() {
+    let lock = Arc::new(QRwLock::new(Pair::default()));
+    let inside = Arc::new(Inside::new());
+    let writes = Arc::new(AtomicU64::new(0));
+    {
+        let (lock, inside, writes) = (lock.clone(), inside.clone(), writes.clone());
+        spawn_join(6, move |i| {
+            let l = &*lock;
+            for op in 0..3 {
+                match (i + op) % 6 {
+                    0 => {
+                        let mut g = l.read();
+                        inside.read(|| check(&g));
+                        RwLockReadGuard::bump(&mut g);
+                        inside.read(|| check(&g));
+                    }
+                    1 => {
+                        let mut g = l.write();
+                        inside.write(|| bump(&mut g));
+                        RwLockWriteGuard::bump(&mut g);
+                        inside.write(|| bump(&mut g));
+                        writes.fetch_add(2, Ordering::SeqCst);
+                        RwLockWriteGuard::unlock_fair(g);
+                    }
+                    2 => {
+                        let mut u = l.upgradable_read();
+                        inside.read(|| check(&u));
+                        RwLockUpgradableReadGuard::bump(&mut u);
+                        inside.read(|| check(&u));
+                        if i % 2 == 0 {
+                            RwLockUpgradableReadGuard::unlock_fair(u);
+                        }
+                    }
+                    3 => {
+                        let u = l.upgradable_read();
+                        match RwLockUpgradableReadGuard::try_upgrade(u) {
+                            Ok(mut g) => {
+                                inside.write(|| bump(&mut g));
+                                writes.fetch_add(1, Ordering::SeqCst);
+                            }
+                            Err(u) => {
+                                inside.read(|| check(&u));
+                                RwLockUpgradableReadGuard::unlock_fair(u);
+                            }
+                        }
+                    }
+                    4 => {
+                        let u = l.upgradable_read();
+                        let mut g = RwLockUpgradableReadGuard::upgrade(u);
+                        inside.write(|| bump(&mut g));
+                        writes.fetch_add(1, Ordering::SeqCst);
+                        let r = RwLockWriteGuard::downgrade(g);
+                        inside.read(|| check(&r));
+                        RwLockReadGuard::unlock_fair(r);
+                    }
+                    _ => {
+                        let g = l.read();
+                        inside.read(|| check(&g));
+                        RwLockReadGuard::unlock_fair(g);
+                    }
+                }
+            }
+        });
+    }
+    let n = writes.load(Ordering::SeqCst);
+    let l = &*lock;
+    let g = l.read();
+    assert_eq!((g.a, g.b), (n, n), "lost write");
+    drop(g);
+    assert!(!l.is_locked());
+    assert!(l.try_write().is_some(), "free lock refuses try_write");
+}
+
+#[test]
+fn qrwlock_upgrade_fair_bump() {
+    explore(4_000, 4_000, qrwlock_upgrade_fair_bump_body);
+}
