@@ -563,46 +563,39 @@ mod tests {
         }
     }
 
-    /// The same for a try upgrade: a failed one is a miss (still an
-    /// upgradable read), one that says it upgraded when it did not is a
-    /// failure.
-    #[test]
-    fn a_try_upgrade_that_fails_is_a_miss_and_one_that_lies_a_failure() {
+    /// `op`, a try or timed upgrade, on a real rwlock (`L`) while a reader
+    /// holds it: a miss, still an upgradable read; alone: done. On
+    /// `LyingUpgrade`, under a reader: a failure, the lie caught.
+    fn a_failed_upgrade_is_a_miss_and_a_lying_one_a_failure<L: Lockable<TortureData>>(op: Op) {
         let mut a = actor(1);
-        let real: Guarded<scalelock::QRwLock<TortureData>> = Guarded::new();
+        let real: Guarded<L> = Guarded::new();
         real.lock.with_read(|_| {
             assert_eq!(real.reader_in(9), Ok(()));
-            assert_eq!(perform(&real, &[], Op::TryUpgrade, &mut a), Done::Missed);
+            assert_eq!(perform(&real, &[], op, &mut a), Done::Missed);
             real.reader_out();
         });
-        assert_eq!(perform(&real, &[], Op::TryUpgrade, &mut a), Done::Ok);
+        assert_eq!(perform(&real, &[], op, &mut a), Done::Ok);
         let liar: Guarded<LyingUpgrade<TortureData>> = Guarded::new();
         let _reading = liar.lock.0.read();
         assert_eq!(liar.reader_in(9), Ok(()));
-        let Done::Failed(e) = perform(&liar, &[], Op::TryUpgrade, &mut a) else {
-            panic!("the lie went unnoticed");
+        let Done::Failed(e) = perform(&liar, &[], op, &mut a) else {
+            panic!("{op:?}: the lie went unnoticed");
         };
         assert!(e.contains("while 0 writer(s) and 1 reader(s)"), "{e}");
     }
 
     #[test]
+    fn a_try_upgrade_that_fails_is_a_miss_and_one_that_lies_a_failure() {
+        a_failed_upgrade_is_a_miss_and_a_lying_one_a_failure::<scalelock::QRwLock<TortureData>>(
+            Op::TryUpgrade,
+        );
+    }
+
+    #[test]
     fn a_timed_upgrade_that_times_out_is_a_miss_and_one_that_lies_a_failure() {
-        let mut a = actor(1);
-        // A reader holds the lock: the upgrade times out, still a read.
-        let real: Guarded<parking_lot::RwLock<TortureData>> = Guarded::new();
-        real.lock.with_read(|_| {
-            assert_eq!(real.reader_in(9), Ok(()));
-            assert_eq!(perform(&real, &[], Op::TimedUpgrade, &mut a), Done::Missed);
-            real.reader_out();
-        });
-        assert_eq!(perform(&real, &[], Op::TimedUpgrade, &mut a), Done::Ok);
-        let liar: Guarded<LyingUpgrade<TortureData>> = Guarded::new();
-        let _reading = liar.lock.0.read();
-        assert_eq!(liar.reader_in(9), Ok(()));
-        let Done::Failed(e) = perform(&liar, &[], Op::TimedUpgrade, &mut a) else {
-            panic!("the lie went unnoticed");
-        };
-        assert!(e.contains("while 0 writer(s) and 1 reader(s)"), "{e}");
+        a_failed_upgrade_is_a_miss_and_a_lying_one_a_failure::<parking_lot::RwLock<TortureData>>(
+            Op::TimedUpgrade,
+        );
     }
 
     #[test]
