@@ -110,7 +110,8 @@ pub struct BenchArgs {
 #[derive(Args)]
 pub struct TortureArgs {
     /// Locks to torture, comma separated (default: every lock in `locktest
-    /// list`). `busted`, a lock that does not lock, must end in FAILURE.
+    /// list`; one named twice runs once). `busted`, a lock that does not
+    /// lock, must end in FAILURE.
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub lock: Vec<String>,
     /// Seconds per lock.
@@ -150,7 +151,7 @@ pub struct TortureArgs {
     /// counted) is a stall: the lock's state is printed and it fails.
     #[arg(long = "stall-s", default_value_t = 10.0, value_name = "S")]
     pub stall_s: f64,
-    /// Seconds between the Writes/Reads statistics lines.
+    /// Seconds between the Writes/Reads statistics lines (at least 0.01).
     #[arg(long = "stat-interval", default_value_t = 1.0, value_name = "S")]
     pub stat_interval: f64,
     /// Write every lock's result as JSON here.

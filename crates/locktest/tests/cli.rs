@@ -768,6 +768,35 @@ fn a_missing_scenario_name_is_named_in_the_error() {
     );
 }
 
+/// A lock named twice is tortured once; a statistics interval under 10 ms
+/// is refused.
+#[test]
+fn torture_runs_a_lock_named_twice_once_and_bounds_the_stat_interval() {
+    let out = locktest()
+        .args([
+            "torture",
+            "--lock",
+            "pl-mutex,pl-mutex",
+            "--duration",
+            "0.05",
+        ])
+        .args(["--threads", "2", "--long-hold-ms", "0"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.matches("Start of test").count(), 1, "{stdout}");
+    let assert = locktest()
+        .args(["torture", "--lock", "pl-mutex", "--duration", "0.05"])
+        .args(["--stat-interval", "0.001"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty());
+    let err = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("--stat-interval"), "{err}");
+}
+
 /// `--writers` + `--readers` that overflow usize: a usage error, not a panic.
 #[test]
 fn a_torture_thread_sum_that_overflows_is_a_usage_error() {

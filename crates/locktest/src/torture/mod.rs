@@ -91,7 +91,16 @@ fn params(a: &TortureArgs) -> Result<Params, Usage> {
         stutter_ms: a.stutter,
         shuffle_ms: a.shuffle,
         nested: a.nested,
-        stat_interval: args::check_seconds("--stat-interval", a.stat_interval)?,
+        stat_interval: match args::check_seconds("--stat-interval", a.stat_interval)? {
+            // Every 10 ms is already a line per lock per second a hundred
+            // times over; shorter floods the output and steals the CPUs.
+            s if s < 0.01 => {
+                return Err(Usage(format!(
+                    "--stat-interval: at least 0.01 seconds, not {s}"
+                )));
+            }
+            s => s,
+        },
         stall_s: args::check_seconds("--stall-s", a.stall_s)?,
     })
 }
@@ -111,7 +120,15 @@ pub fn command(a: &TortureArgs) -> Result<(), Failure> {
                 .into());
             }
         }
-        a.lock.iter().map(String::as_str).collect()
+        // A lock named twice runs once (as `bench --lock` does), in the
+        // order first named.
+        let mut names: Vec<&str> = Vec::new();
+        for n in &a.lock {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
+        names
     };
     if let Some(path) = &a.json {
         crate::json::check_writable(path).map_err(Usage)?;
