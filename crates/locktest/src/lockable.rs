@@ -180,6 +180,25 @@ pub trait Lockable<T>: Send + Sync + Sized {
     fn with_read_fair<R>(&self, f: impl FnOnce(&T) -> R) -> R {
         self.with_read(f)
     }
+    /// Runs `a` with exclusive access, bumps the lock (a fair release and
+    /// a re-acquisition: a waiter may go in between) and runs `b` with
+    /// exclusive access again ([`Caps::FAIR`]; without it: two plain write
+    /// sections).
+    fn with_write_bump<R>(&self, a: impl FnOnce(&mut T), b: impl FnOnce(&mut T) -> R) -> R {
+        self.with_write(a);
+        self.with_write(b)
+    }
+    /// [`with_write_bump`](Self::with_write_bump) with shared access (a
+    /// mutex's is exclusive).
+    fn with_read_bump<R>(&self, a: impl FnOnce(&T), b: impl FnOnce(&T) -> R) -> R {
+        self.with_read(a);
+        self.with_read(b)
+    }
+    /// Runs `f` with upgradable access if that is available now
+    /// ([`Caps::UPGRADE`]; without it: a try of shared access).
+    fn try_with_upgradable<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.try_with_read(f)
+    }
     /// Runs `f` with exclusive access if that comes within `timeout`
     /// ([`Caps::TIMED`]; without it: a plain try).
     fn try_with_write_for<R>(&self, timeout: Duration, f: impl FnOnce(&mut T) -> R) -> Option<R> {
@@ -269,6 +288,15 @@ macro_rules! mutex_cap {
         fn with_read_fair<U>(&self, f: impl FnOnce(&T) -> U) -> U {
             self.with_write_fair(|d| f(d))
         }
+        fn with_write_bump<U>(&self, a: impl FnOnce(&mut T), b: impl FnOnce(&mut T) -> U) -> U {
+            let mut g = self.lock();
+            a(&mut g);
+            lock_api::MutexGuard::bump(&mut g);
+            b(&mut g)
+        }
+        fn with_read_bump<U>(&self, a: impl FnOnce(&T), b: impl FnOnce(&T) -> U) -> U {
+            self.with_write_bump(|d| a(d), |d| b(d))
+        }
     };
     (TIMED) => {
         fn try_with_write_for<U>(&self, t: Duration, f: impl FnOnce(&mut T) -> U) -> Option<U> {
@@ -295,6 +323,18 @@ macro_rules! rwlock_cap {
             lock_api::RwLockReadGuard::unlock_fair(g);
             out
         }
+        fn with_write_bump<U>(&self, a: impl FnOnce(&mut T), b: impl FnOnce(&mut T) -> U) -> U {
+            let mut g = self.write();
+            a(&mut g);
+            lock_api::RwLockWriteGuard::bump(&mut g);
+            b(&mut g)
+        }
+        fn with_read_bump<U>(&self, a: impl FnOnce(&T), b: impl FnOnce(&T) -> U) -> U {
+            let mut g = self.read();
+            a(&g);
+            lock_api::RwLockReadGuard::bump(&mut g);
+            b(&g)
+        }
     };
     (TIMED) => {
         fn try_with_write_for<U>(&self, t: Duration, f: impl FnOnce(&mut T) -> U) -> Option<U> {
@@ -313,6 +353,9 @@ macro_rules! rwlock_cap {
         }
     };
     (UPGRADE) => {
+        fn try_with_upgradable<U>(&self, f: impl FnOnce(&T) -> U) -> Option<U> {
+            self.try_upgradable_read().map(|g| f(&g))
+        }
         fn with_upgradable_then_write<S, U>(
             &self,
             u: impl FnOnce(&T) -> S,

@@ -2,10 +2,11 @@
 //! time round, chosen from what the lock can do ([`Caps`]), and the checks
 //! each operation makes.
 //!
-//! Writers: lock, try-lock, fair unlock, timed try, write-then-downgrade,
-//! upgradable-read-then-upgrade, upgradable-read-then-try-upgrade,
-//! upgradable-read-then-timed-upgrade;
-//! readers: the read side of the first four. A plain lock is four times as
+//! Writers: lock, try-lock, fair unlock, timed try, write-bump-write,
+//! write-then-downgrade, upgradable-read-then-upgrade,
+//! upgradable-read-then-try-upgrade, upgradable-read-then-timed-upgrade;
+//! readers: the read side of the first five, and a try of an upgradable
+//! read. A plain lock is four times as
 //! likely as each other operation. The downgrade and the upgrades also
 //! check their promise: no writer gets in between (the counter a writer
 //! leaves is the one the downgraded reader sees; the one an upgradable
@@ -37,6 +38,9 @@ pub enum Op {
     WriteFair,
     /// Try the write lock for up to [`TIMEOUT`].
     TimedWrite,
+    /// Write section, bump (a fair release and re-acquisition), write
+    /// section.
+    WriteBump,
     /// Write section, downgrade, read section.
     Downgrade,
     /// Upgradable read section, upgrade, write section.
@@ -55,14 +59,19 @@ pub enum Op {
     ReadFair,
     /// Try the read lock for up to [`TIMEOUT`].
     TimedRead,
+    /// Read section, bump, read section.
+    ReadBump,
+    /// Try an upgradable read once, read section.
+    TryUpgradable,
 }
 
 /// Every operation, in the order counts are kept.
-pub const OPS: [Op; 12] = [
+pub const OPS: [Op; 15] = [
     Op::Write,
     Op::TryWrite,
     Op::WriteFair,
     Op::TimedWrite,
+    Op::WriteBump,
     Op::Downgrade,
     Op::Upgrade,
     Op::TryUpgrade,
@@ -71,6 +80,8 @@ pub const OPS: [Op; 12] = [
     Op::TryRead,
     Op::ReadFair,
     Op::TimedRead,
+    Op::ReadBump,
+    Op::TryUpgradable,
 ];
 
 /// How long a timed try waits.
@@ -89,6 +100,7 @@ impl Op {
             Op::TryWrite => "try-write",
             Op::WriteFair => "write-fair",
             Op::TimedWrite => "timed-write",
+            Op::WriteBump => "write-bump",
             Op::Downgrade => "downgrade",
             Op::Upgrade => "upgrade",
             Op::TryUpgrade => "try-upgrade",
@@ -97,6 +109,8 @@ impl Op {
             Op::TryRead => "try-read",
             Op::ReadFair => "read-fair",
             Op::TimedRead => "timed-read",
+            Op::ReadBump => "read-bump",
+            Op::TryUpgradable => "try-upgradable",
         }
     }
 
@@ -108,6 +122,7 @@ impl Op {
                 | Op::TryWrite
                 | Op::WriteFair
                 | Op::TimedWrite
+                | Op::WriteBump
                 | Op::Downgrade
                 | Op::Upgrade
                 | Op::TryUpgrade
@@ -122,6 +137,7 @@ pub fn mix(caps: Caps, writer: bool) -> Vec<(Op, u32)> {
         [
             (Op::WriteFair, Caps::FAIR),
             (Op::TimedWrite, Caps::TIMED),
+            (Op::WriteBump, Caps::FAIR),
             (Op::Downgrade, Caps::DOWNGRADE),
             (Op::Upgrade, Caps::UPGRADE),
             (Op::TryUpgrade, Caps::UPGRADE),
@@ -129,7 +145,13 @@ pub fn mix(caps: Caps, writer: bool) -> Vec<(Op, u32)> {
         ]
         .as_slice()
     } else {
-        [(Op::ReadFair, Caps::FAIR), (Op::TimedRead, Caps::TIMED)].as_slice()
+        [
+            (Op::ReadFair, Caps::FAIR),
+            (Op::TimedRead, Caps::TIMED),
+            (Op::ReadBump, Caps::FAIR),
+            (Op::TryUpgradable, Caps::UPGRADE),
+        ]
+        .as_slice()
     };
     let (plain, attempt) = if writer {
         (Op::Write, Op::TryWrite)
@@ -307,6 +329,28 @@ fn on_main<L: Lockable<TortureData>>(g: &Guarded<L>, op: Op, a: &mut Actor) -> D
         Op::TimedWrite => l
             .try_with_write_for(TIMEOUT, |d| write_body(g, 0, d, a))
             .map_or(Done::Missed, Done::from),
+        Op::WriteBump => {
+            // Each section checks itself: a waiter may go in between.
+            let a = RefCell::new(a);
+            let mut first = Ok(());
+            let second = l.with_write_bump(
+                |d| first = write_body(g, 0, d, &mut a.borrow_mut()),
+                |d| write_body(g, 0, d, &mut a.borrow_mut()),
+            );
+            first.and(second).into()
+        }
+        Op::ReadBump => {
+            let a = RefCell::new(a);
+            let mut first = Ok(0);
+            let second = l.with_read_bump(
+                |d| first = read_body(g, d, &mut a.borrow_mut()),
+                |d| read_body(g, d, &mut a.borrow_mut()),
+            );
+            first.and(second).map(drop).into()
+        }
+        Op::TryUpgradable => l
+            .try_with_upgradable(|d| read_body(g, d, a).map(drop))
+            .map_or(Done::Missed, Done::from),
         Op::Read => l.with_read(|d| read_body(g, d, a)).map(drop).into(),
         Op::ReadFair => l.with_read_fair(|d| read_body(g, d, a)).map(drop).into(),
         Op::TryRead => l
@@ -440,6 +484,7 @@ mod tests {
                 "try-write",
                 "write-fair",
                 "timed-write",
+                "write-bump",
                 "downgrade",
                 "upgrade",
                 "try-upgrade",
@@ -448,14 +493,15 @@ mod tests {
         );
         assert_eq!(
             names(mix(Caps::FAIR.with(Caps::TIMED), false)),
-            ["read", "try-read", "read-fair", "timed-read"]
+            ["read", "try-read", "read-fair", "timed-read", "read-bump"]
         );
         let mut rng = Rng::new(3);
         let m = mix(Caps::FAIR, true);
         let writes = (0..6000)
             .filter(|_| pick(&m, &mut rng) == Op::Write)
             .count();
-        assert!((3600..4400).contains(&writes), "{writes}");
+        // Write, try-write, write-fair, write-bump at 4:1:1:1.
+        assert!((3100..3750).contains(&writes), "{writes}");
     }
 
     #[test]
@@ -468,7 +514,12 @@ mod tests {
                 assert_eq!(perform(&main, &nested, op, &mut a), Done::Ok, "{op:?}");
             }
         }
-        let writes = OPS.iter().filter(|o| o.writes()).count() as u64 * 20;
+        // A write-bump writes twice.
+        let per_op = |o: &Op| match o {
+            Op::WriteBump => 2,
+            o => u64::from(o.writes()),
+        };
+        let writes = OPS.iter().map(per_op).sum::<u64>() * 20;
         assert_eq!(a.writes_on[0], writes);
         assert_eq!(main.lock.with_read(|d| d.settled(writes)), Ok(()));
         for (i, g) in nested.iter().enumerate() {
