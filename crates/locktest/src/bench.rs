@@ -112,7 +112,8 @@ pub struct RunConfig {
 pub struct Measured {
     /// Operations per thread and what follows.
     pub stats: Stats,
-    /// `kv`: the share of lookups that found their key.
+    /// `kv`: the share of lookups that found their key (`None` without
+    /// lookups).
     pub hit_rate: Option<f64>,
 }
 
@@ -135,7 +136,7 @@ impl Visit for Run<'_> {
                 let (stats, hits) = kv::run::<F::Of<kv::Map>>(&spec, role(self.0), read, mix)?;
                 Ok(Measured {
                     stats,
-                    hit_rate: Some(hits),
+                    hit_rate: hits,
                 })
             }
         }

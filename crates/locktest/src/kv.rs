@@ -119,13 +119,14 @@ fn prefilled() -> Map {
 }
 
 /// One run of the mix with lock type `L` playing `role`: the statistics
-/// and the share of lookups that hit.
+/// and the share of lookups that hit (`None` when no lookup ran, at
+/// `--read-pct 0`).
 pub fn run<L: Lockable<Map>>(
     spec: &Spec,
     role: &'static LockRole,
     read: Pct,
     mix: KvMix,
-) -> Result<(Stats, f64), String> {
+) -> Result<(Stats, Option<f64>), String> {
     let lock = L::with_role(prefilled(), role);
     let [r, i, u, _] = mix.shares(read).map(Pct::ppm);
     let (to_insert, to_update) = (r + i, r + i + u);
@@ -151,7 +152,8 @@ pub fn run<L: Lockable<Map>>(
         (ops, (lookups, hits))
     })?;
     let (lookups, hits) = run.found.iter().fold((0, 0), |a, f| (a.0 + f.0, a.1 + f.1));
-    Ok((run.stats(), hits as f64 / lookups.max(1) as f64))
+    let hit_rate = (lookups > 0).then(|| hits as f64 / lookups as f64);
+    Ok((run.stats(), hit_rate))
 }
 
 #[cfg(test)]
@@ -205,11 +207,25 @@ mod tests {
             run::<parking_lot::RwLock<Map>>(&spec, &TEST, KvMix::DEFAULT_READ, KvMix::READ_HEAVY)
                 .unwrap();
         assert!(stats.total > 0);
+        let hits = hits.unwrap();
         assert!((0.6..0.9).contains(&hits), "hit rate {hits}");
         // All reads: the fill stays at the prefill.
         let (_, hits) =
             run::<parking_lot::RwLock<Map>>(&spec, &TEST, Pct::whole(100), KvMix::READ_HEAVY)
                 .unwrap();
+        let hits = hits.unwrap();
         assert!((hits - 0.75).abs() < 0.02, "hit rate {hits}");
+    }
+
+    /// At `--read-pct 0` no lookup runs: the JSON's `hit_rate` ("the share
+    /// of lookups that found their key") said 0, every lookup missed.
+    #[test]
+    fn a_run_without_lookups_has_no_hit_rate() {
+        let spec = Spec::new("kv-test", 1, std::time::Duration::from_millis(10));
+        let (stats, hits) =
+            run::<parking_lot::RwLock<Map>>(&spec, &TEST, Pct::whole(0), KvMix::READ_HEAVY)
+                .unwrap();
+        assert!(stats.total > 0);
+        assert_eq!(hits, None);
     }
 }

@@ -93,6 +93,11 @@ fn human(v: f64) -> String {
     };
     if scaled >= 10.0 || scaled == scaled.trunc() {
         format!("{scaled:.0}{unit}")
+    } else if scaled < 1.0 {
+        // Below 1 op/s (a starved thread in a long run): as many decimals
+        // as the first digit needs (0.05, not 0.1; 0.02, not 0.0).
+        let decimals = (-scaled.log10()).ceil().max(1.0) as usize;
+        format!("{scaled:.decimals$}{unit}")
     } else {
         format!("{scaled:.1}{unit}")
     }
@@ -322,5 +327,12 @@ mod tests {
         assert_eq!(human(1500.0), "1.5k");
         assert_eq!(human(2_000_000.0), "2M");
         assert_eq!(human(12_300_000.0), "12M");
+        // A log axis's labels below 1 (0.02, 0.05, 0.1, 0.2, 0.5) printed
+        // as 0.0, 0.1, 0.1, 0.2, 0.5.
+        assert_eq!(human(0.5), "0.5");
+        assert_eq!(human(0.1), "0.1");
+        assert_eq!(human(0.05), "0.05");
+        assert_eq!(human(0.02), "0.02");
+        assert_eq!(human(0.002), "0.002");
     }
 }

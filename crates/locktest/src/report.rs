@@ -45,7 +45,8 @@ pub struct RunRecord {
     /// Threads, per-thread counts and the numbers the seed format prints.
     #[serde(flatten)]
     pub stats: Stats,
-    /// `kv`: the share of lookups that found their key.
+    /// `kv`: the share of lookups that found their key; absent when no
+    /// lookup ran (`--read-pct 0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hit_rate: Option<f64>,
     /// `--stats`: scalelock's lock statistics of this run
@@ -79,7 +80,9 @@ impl RunRecord {
             read_pct,
             mix,
             load,
-            runtime: cfg.runtime.as_secs_f64(),
+            // Whole nanoseconds over 1e9, rounded once: `as_secs_f64`
+            // rounds twice (1.118 s became 1.1179999999999999).
+            runtime: cfg.runtime.as_nanos() as f64 / 1e9,
             round,
             stats: m.stats,
             hit_rate: m.hit_rate,
@@ -267,17 +270,29 @@ pub fn summary(runs: &[RunRecord], rounds: u32, note: &str) -> String {
             None => format!("| {} |", c.1),
         };
         let plural = if rounds == 1 { "" } else { "s" };
+        // A sweep that stopped early left some cells with fewer rounds.
+        let short = configs.iter().any(|c| {
+            names.iter().any(|n| {
+                let k = runs_of(runs, c, n).count();
+                k > 0 && k < rounds as usize
+            })
+        });
+        let fewer = if short {
+            ", fewer where the sweep stopped"
+        } else {
+            ""
+        };
         let what = format!("{}{note}", kind.plural());
 
         if has_base {
             let _ = writeln!(
                 out,
-                "### {what}: throughput relative to {base} (median of {rounds} round{plural}; >1 is faster)\n"
+                "### {what}: throughput relative to {base} (median of {rounds} round{plural}{fewer}; >1 is faster)\n"
             );
         } else {
             let _ = writeln!(
                 out,
-                "### {what}: total op/s (median of {rounds} round{plural}; {base} not run, so no ratios)\n"
+                "### {what}: total op/s (median of {rounds} round{plural}{fewer}; {base} not run, so no ratios)\n"
             );
         }
         let _ = writeln!(out, "{row_head}{cols}\n{row_rule}{rules}");
@@ -473,6 +488,50 @@ mod tests {
             hit_rate: None,
             lockstat: None,
         }
+    }
+
+    /// `--runtime 1.118` prints and stores as given: the record's runtime
+    /// came from `Duration::as_secs_f64`, which made it 1.1179999999999999
+    /// in the header line, the JSON and the chart titles.
+    #[test]
+    fn the_runtime_is_recorded_as_given() {
+        use crate::bench::{Measured, RunConfig, Workload};
+        for s in [0.2, 0.03, 1.118, 1.122, 2.3, 10.0] {
+            let cfg = RunConfig {
+                lock: "pl-mutex",
+                threads: 1,
+                read_pct: None,
+                load: 1,
+                runtime: Duration::from_secs_f64(s),
+                workload: Workload::Lock,
+            };
+            let m = Measured {
+                stats: Stats::new(vec![1], Duration::from_millis(1), 0.0, 1),
+                hit_rate: None,
+            };
+            let rec = RunRecord::new(locks::find("pl-mutex").unwrap(), &cfg, 1, m);
+            assert_eq!(crate::format::runtime(rec.runtime), format!("{s}s"));
+        }
+    }
+
+    /// A sweep that stopped in round 2 of 3 printed "median of 3 rounds"
+    /// over cells that had 1 or 2.
+    #[test]
+    fn a_sweep_that_stopped_early_does_not_promise_every_round() {
+        let full = vec![
+            run("qspinlock", 1, vec![10]),
+            run("pl-mutex", 1, vec![10]),
+            run("qspinlock", 2, vec![10]),
+            run("pl-mutex", 2, vec![10]),
+        ];
+        let table = summary(&full, 2, "");
+        assert!(table.contains("(median of 2 rounds; >1"), "{table}");
+        let stopped = &full[..3];
+        let table = summary(stopped, 2, "");
+        assert!(
+            table.contains("(median of 2 rounds, fewer where the sweep stopped; >1"),
+            "{table}"
+        );
     }
 
     /// Without the baseline the table promises "total op/s (median of 2
