@@ -405,6 +405,15 @@ fn since_stamp(state: u64, now_ns: u64) -> i64 {
     i64::from(now.wrapping_sub(then) as i16) << UNIT_SHIFT
 }
 
+/// Whether the inhibition window of state `s` is over at `now_ns`. A
+/// platform without a clock (`now_ns` a constant 0) never reaches a window's
+/// end: its windows end at the first slow read that looks at the clock (one
+/// in `pc_clock_every` of a thread's), a window bounded by a count of reads.
+#[inline]
+fn window_over(s: u64, now_ns: u64) -> bool {
+    now_ns == 0 || since_stamp(s, now_ns) >= 0
+}
+
 /// A reader-writer lock whose read fast path writes only the reading
 /// thread's own slot; see the module documentation.
 ///
@@ -925,7 +934,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             return;
         }
         let now = P::now_ns();
-        if since_stamp(s, now) >= 0 {
+        if window_over(s, now) {
             self.reenable(s, now);
         }
     }
@@ -971,7 +980,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let s = self.state.load(Ordering::Relaxed);
         if s & FAST == 0 && mine.is_none_or(|m| m.count_slow_read(TUNING.pc_clock_every)) {
             let now = P::now_ns();
-            if since_stamp(s, now) >= 0 {
+            if window_over(s, now) {
                 self.reenable(s, now);
             }
         }

@@ -32,7 +32,7 @@ struct TestPlatform<const FENCE_NS: u64 = 0, const STEP_NS: u64 = 0, const CLOCK
 
 /// The manual clocks of `TestPlatform<_, _, CLOCK>`: one per test that
 /// uses one (by its `CLOCK`), shared by that test's threads.
-static MANUAL_CLOCKS: [AtomicU64; 9] = [const { AtomicU64::new(1 << 40) }; 9];
+static MANUAL_CLOCKS: [AtomicU64; 10] = [const { AtomicU64::new(1 << 40) }; 10];
 
 /// One write of `raw`: the state it leaves at unlock (`next`).
 fn write_once<P: Platform>(raw: &RawPerCpuRwLock<P>) -> u64 {
@@ -2346,4 +2346,30 @@ fn a_try_upgrade_that_finds_the_bias_back_leaves_no_reader_waiting() {
         late_called.load(O::SeqCst)
     );
     assert!(!raw.is_locked());
+}
+
+/// A platform without a clock (`now_ns` a constant 0, as the `Platform`
+/// docs allow: "a TSC read, or 0 if there is no clock"): a BRAVO window
+/// cannot end by time, so it must end by a count of slow reads, else the
+/// lock stays inhibited for good after two writes with no read between.
+#[test]
+fn a_window_ends_without_a_clock() {
+    const CLOCK: usize = 10;
+    static TABLE: ReaderTable = ReaderTable::new();
+    MANUAL_CLOCKS[CLOCK - 1].store(0, O::Relaxed);
+    let raw = RawPerCpuRwLock::<TestPlatform<0, 0, CLOCK>>::with_table(&TABLE);
+    race_reads(&raw, 1);
+    write_once(&raw);
+    write_once(&raw);
+    assert_eq!(
+        raw.state.load(O::Relaxed) & FAST,
+        0,
+        "two writes back to back inhibit"
+    );
+    race_reads(&raw, 4 * TUNING.pc_clock_every as usize);
+    assert_ne!(
+        raw.state.load(O::Relaxed) & FAST,
+        0,
+        "the bias never came back without a clock"
+    );
 }
