@@ -33,7 +33,9 @@
 //! - **inhibited window**: when it is over, a slow reader brings the bias
 //!   back, symmetric, and the next symmetric revocation takes the window's
 //!   read rate: its slow reads over the time from the window's start to
-//!   the bias's return. Slow reads are counted on the reader's own slot
+//!   the bias's return. A symmetric revocation of another lock of the
+//!   class while the window runs joins it (inhibits until its end) and
+//!   leaves it to be measured. Slow reads are counted on the reader's own slot
 //!   line: one by one on a slot-recorded slow read, and by
 //!   `pc_clock_every` at once on the counted read that looks at the clock
 //!   (one in `pc_clock_every` of a thread's), so the count costs the
@@ -78,8 +80,9 @@ const EXPLORE_NS: u64 = 16_000_000;
 /// The window that measures the inhibited mode where the symmetric one
 /// won the last race (or none was run yet): short, as it is likely lost.
 const PROBE_WINDOW_NS: u64 = 300_000;
-/// A window that ended sooner than this (another lock of the class
-/// brought the bias back, or the window was cut short) says nothing.
+/// A window judged over by a lock whose bias came back (or whose last
+/// write was) sooner than this after its start (another lock of the class,
+/// judged once the window ran out) says nothing.
 const MIN_WINDOW_NS: u64 = 100_000;
 
 /// What the next write unlock leaves, by the race.
@@ -97,6 +100,9 @@ pub(crate) struct ModeRace {
     phase: AtomicU8,
     /// When the current phase began, ns (the platform's clock).
     start_ns: AtomicU64,
+    /// When the current window ends, ns (a window only): until then a
+    /// symmetric revocation of another lock of the class joins it.
+    end_ns: AtomicU64,
     /// The read count the current phase began at (slot plus slow reads in
     /// a symmetric phase, slow reads in a window; wrapping).
     start_reads: AtomicU32,
@@ -119,6 +125,7 @@ impl ModeRace {
         Self {
             phase: AtomicU8::new(IDLE),
             start_ns: AtomicU64::new(0),
+            end_ns: AtomicU64::new(0),
             start_reads: AtomicU32::new(0),
             inhibited_per_ms: AtomicU32::new(0),
             skip: AtomicU8::new(0),
@@ -140,6 +147,17 @@ impl ModeRace {
         let all = fast.wrapping_add(slow);
         match self.phase.load(Ordering::Relaxed) {
             WINDOW => {
+                let end = self.end_ns.load(Ordering::Relaxed);
+                // (Without a clock, `now_ns` 0, windows end by a count of
+                // reads, not here.)
+                if now_ns != 0 && now_ns < end {
+                    // The window is still running: this is another lock of
+                    // the class (the window's own lock is inhibited until
+                    // its end). Join it, and leave it to be measured once
+                    // it is over (ended here, by a lock whose bias never
+                    // went, it was measured by no one).
+                    return Verdict::Inhibit(end - now_ns);
+                }
                 let ns = on_since_ns.saturating_sub(start);
                 if ns >= MIN_WINDOW_NS {
                     let rate = per_ms(count_since(slow, since), ns);
@@ -150,8 +168,7 @@ impl ModeRace {
                     // The inhibited mode won the last races: another
                     // window before the next symmetric phase.
                     self.skip.store(skip - 1, Ordering::Relaxed);
-                    self.begin(WINDOW, now_ns, slow);
-                    return Verdict::Inhibit(TUNING.pc_dense_window_ns);
+                    return self.begin_window(now_ns, slow, TUNING.pc_dense_window_ns);
                 }
                 self.begin(SYMMETRIC, now_ns, all);
                 Verdict::Symmetric
@@ -164,8 +181,7 @@ impl ModeRace {
                     if ns < SYM_PHASE_NS {
                         return Verdict::Symmetric;
                     }
-                    self.begin(WINDOW, now_ns, slow);
-                    return Verdict::Inhibit(PROBE_WINDOW_NS);
+                    return self.begin_window(now_ns, slow, PROBE_WINDOW_NS);
                 } else if ns < SYM_PHASE_NS {
                     return Verdict::Symmetric;
                 } else if per_ms(count_since(all, since), ns) >= inhibited {
@@ -190,15 +206,13 @@ impl ModeRace {
                     let lost = self.losses.load(Ordering::Relaxed);
                     self.losses.store(lost.saturating_add(1), Ordering::Relaxed);
                     if lost == 0 {
-                        self.begin(WINDOW, now_ns, slow);
-                        return Verdict::Inhibit(PROBE_WINDOW_NS);
+                        return self.begin_window(now_ns, slow, PROBE_WINDOW_NS);
                     }
                     let b = (self.backoff.load(Ordering::Relaxed) + 1).min(MAX_BACKOFF);
                     self.backoff.store(b, Ordering::Relaxed);
                     self.skip.store((1 << b) - 1, Ordering::Relaxed);
                 }
-                self.begin(WINDOW, now_ns, slow);
-                Verdict::Inhibit(TUNING.pc_dense_window_ns)
+                self.begin_window(now_ns, slow, TUNING.pc_dense_window_ns)
             }
             SYMMETRIC_WON => {
                 let won = self.streak.load(Ordering::Relaxed);
@@ -207,8 +221,7 @@ impl ModeRace {
                 }
                 // Time to measure the inhibited mode again: a short window
                 // (the symmetric mode won the last race).
-                self.begin(WINDOW, now_ns, slow);
-                Verdict::Inhibit(PROBE_WINDOW_NS)
+                self.begin_window(now_ns, slow, PROBE_WINDOW_NS)
             }
             _ => {
                 self.begin(SYMMETRIC, now_ns, all);
@@ -222,7 +235,22 @@ impl ModeRace {
     /// machine), with the class's slow reads `slow` so far: the next
     /// symmetric revocation measures it.
     pub(crate) fn window(&self, now_ns: u64, slow: u32) {
+        let _ = self.begin_window(now_ns, slow, TUNING.pc_dense_window_ns);
+    }
+
+    /// Starts a window of `ns` at `now_ns` with the class's slow reads
+    /// `slow` so far: the verdict that sends the readers there.
+    fn begin_window(&self, now_ns: u64, slow: u32, ns: u64) -> Verdict {
+        self.end_ns
+            .store(now_ns.saturating_add(ns), Ordering::Relaxed);
         self.begin(WINDOW, now_ns, slow);
+        Verdict::Inhibit(ns)
+    }
+
+    /// The last window's reads per millisecond (0: none measured; tests).
+    #[cfg(test)]
+    pub(crate) fn inhibited_per_ms(&self) -> u32 {
+        self.inhibited_per_ms.load(Ordering::Relaxed)
     }
 
     fn begin(&self, phase: u8, now_ns: u64, reads: u32) {
@@ -364,15 +392,18 @@ mod tests {
         assert_eq!(c.symmetric(SYM_PHASE_NS, 100_000), PROBE);
     }
 
-    /// A window that ended within `MIN_WINDOW_NS` of its start (another
-    /// lock of the class brought the bias back) measures nothing; one
-    /// started outside the race (`window`) is measured.
+    /// A window judged over by a lock whose bias came back (or whose last
+    /// write was) within `MIN_WINDOW_NS` of the window's start (another
+    /// lock of the class) measures nothing; one started outside the race
+    /// (`window`) is measured.
     #[test]
     fn short_windows_are_not_measured_and_undecided_ones_are() {
         let mut c = Class::new();
         c.symmetric(0, 0);
         assert_eq!(c.symmetric(SYM_PHASE_NS, 100_000), PROBE);
-        assert_eq!(c.window(MIN_WINDOW_NS / 2, 150_000), Verdict::Symmetric);
+        let start = c.now;
+        c.run(PROBE_WINDOW_NS, 150_000, false);
+        assert_eq!(c.judge(start + MIN_WINDOW_NS / 2), Verdict::Symmetric);
         assert_eq!(c.race.inhibited_per_ms.load(Ordering::Relaxed), 0);
         c.race.window(c.now, c.slow);
         assert_eq!(
@@ -394,5 +425,33 @@ mod tests {
         assert_eq!(c.window(PROBE_WINDOW_NS, 150_000), Verdict::Symmetric);
         let measured = c.race.inhibited_per_ms.load(Ordering::Relaxed);
         assert!((149_000..=150_000).contains(&measured), "{measured}");
+    }
+
+    /// Two locks of one class, both symmetric and writing: a window the
+    /// race gives one of them is measured once that lock's bias is back,
+    /// though the other lock's symmetric writes met it meanwhile (they join
+    /// it). Before, the other lock's first write in the window ended it
+    /// unmeasured (and began a symmetric phase), so while another lock
+    /// wrote in each window the race had no window's rate and ran one
+    /// short window per phase.
+    #[test]
+    fn another_lock_s_write_does_not_end_a_window_unmeasured() {
+        let mut c = Class::new();
+        c.symmetric(0, 0);
+        // Lock A's write ends the first phase: a short window for A.
+        assert_eq!(c.symmetric(SYM_PHASE_NS, 100_000), PROBE);
+        let window_start = c.now;
+        // Lock B, whose last write was 10 µs before, writes 10 µs in.
+        c.run(10_000, 100_000, false);
+        let b_last = window_start - 10_000;
+        let b = c.judge(b_last);
+        // A's window runs out; its bias comes back; A's next write.
+        assert_eq!(
+            c.window(PROBE_WINDOW_NS - 10_000, 150_000),
+            Verdict::Symmetric
+        );
+        let measured = c.race.inhibited_per_ms.load(Ordering::Relaxed);
+        assert!((140_000..=150_000).contains(&measured), "{measured}");
+        assert_eq!(b, Verdict::Inhibit(PROBE_WINDOW_NS - 10_000), "B joins");
     }
 }

@@ -32,7 +32,7 @@ struct TestPlatform<const FENCE_NS: u64 = 0, const STEP_NS: u64 = 0, const CLOCK
 
 /// The manual clocks of `TestPlatform<_, _, CLOCK>`: one per test that
 /// uses one (by its `CLOCK`), shared by that test's threads.
-static MANUAL_CLOCKS: [AtomicU64; 10] = [const { AtomicU64::new(1 << 40) }; 10];
+static MANUAL_CLOCKS: [AtomicU64; 11] = [const { AtomicU64::new(1 << 40) }; 11];
 
 /// One write of `raw`: the state it leaves at unlock (`next`).
 fn write_once<P: Platform>(raw: &RawPerCpuRwLock<P>) -> u64 {
@@ -2371,5 +2371,42 @@ fn a_window_ends_without_a_clock() {
         raw.state.load(O::Relaxed) & FAST,
         0,
         "the bias never came back without a clock"
+    );
+}
+
+/// Two locks of one class, both symmetric, writing in turn every 10 µs,
+/// whose reads go slower inhibited: the race measures the first window
+/// (the other lock's write 10 µs into it joins it), the symmetric mode
+/// wins, and the locks stay symmetric for `EXPLORE_NS` (16 ms). Before,
+/// the other lock's write ended the window unmeasured (the race went on
+/// with no window's rate, and another probe window followed a phase
+/// later).
+#[test]
+#[cfg_attr(miri, ignore = "thousands of reads on a manual clock")]
+fn two_locks_of_a_class_measure_their_windows() {
+    const CLOCK: usize = 11;
+    static TABLE: ReaderTable = ReaderTable::new();
+    let a = raced::<CLOCK>(&TABLE);
+    TABLE.force_symmetric();
+    let b = RawPerCpuRwLock::<TestPlatform<60_000, 0, CLOCK>>::with_table(&TABLE);
+    race_reads(&b, 16);
+    write_once(&b);
+    TABLE.unforce_symmetric();
+    let mut windows = Vec::new();
+    for round in 0..600 {
+        for raw in [&a, &b] {
+            let inhibited = raw.state.load(O::Relaxed) & FAST == 0;
+            race_reads(raw, if inhibited { 4 } else { 16 });
+            advance(CLOCK, 10_000);
+            let was_on = raw.state.load(O::Relaxed) & FAST != 0;
+            if write_once(raw) & FAST == 0 && was_on {
+                windows.push(round);
+            }
+        }
+    }
+    assert_ne!(TABLE.race().inhibited_per_ms(), 0, "no window measured");
+    assert!(
+        windows.iter().all(|&r| r == windows[0]),
+        "one window (both locks in it), then the symmetric mode won: {windows:?}"
     );
 }
