@@ -117,8 +117,10 @@ pub struct Report {
     pub kv_writes: Option<String>,
     /// Requested runtime per run, seconds.
     pub runtime: f64,
-    /// Work units per critical section (`lock` workload).
-    pub load: u32,
+    /// Work units per critical section (`lock` workload; absent for `kv`,
+    /// whose critical sections are its map operations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<u32>,
     /// Rounds of the sweep.
     pub rounds: u32,
     /// `--stats`: scalelock's lock statistics were collected (every run

@@ -300,7 +300,10 @@ pub fn command(args: &BenchArgs) -> Result<(), Failure> {
             Workload::Lock => None,
         },
         runtime: plan.runtime,
-        load: plan.load,
+        load: match plan.workload {
+            Workload::Lock => Some(plan.load),
+            Workload::Kv(_) => None,
+        },
         rounds: plan.rounds,
         lock_stats: plan.lockstat.on(),
         medians: report::medians(&runs),

@@ -172,6 +172,7 @@ fn tiny_run_seed_lines_agree_with_json() {
     );
 
     let report = read_json(&json);
+    assert_eq!(report["load"], 1, "the lock workload's load at the top");
     let runs = report["runs"].as_array().expect("runs array");
     assert_eq!(runs.len(), seed.len());
     for (p, r) in seed.iter().zip(runs) {
@@ -500,6 +501,8 @@ fn kv_workload_runs_every_rwlock_with_fractional_read_shares() {
     let report = read_json(&dir.join("results.json"));
     assert_eq!(report["workload"], "kv");
     assert_eq!(report["kv_writes"], "2:3:1");
+    // The kv workload has no work units: no `load` at the top either.
+    assert!(report.get("load").is_none(), "{report}");
     let runs = report["runs"].as_array().unwrap();
     for r in runs {
         assert_eq!(r["workload"], "kv");
