@@ -198,7 +198,10 @@ fn tiny_run_seed_lines_agree_with_json() {
         assert_eq!(*counts.iter().min().unwrap(), p.min);
         assert_eq!(*counts.iter().max().unwrap(), p.max);
         let sum: u64 = counts.iter().sum();
-        assert!(sum > 0, "no operations at all: {r}");
+        // Some operation, unless the threads hardly ran (a 50 ms run on a
+        // loaded machine can give them microseconds of CPU).
+        let share = r["cpu_share"].as_f64().unwrap();
+        assert!(sum > 0 || share < 0.1, "no operations at all: {r}");
         let elapsed = r["elapsed"].as_f64().unwrap();
         assert!(elapsed >= 0.05, "ran {elapsed}s, asked 0.05s");
         assert_eq!(((sum as f64) / elapsed).round() as u64, p.total_rate);
