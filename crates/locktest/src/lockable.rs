@@ -199,6 +199,13 @@ pub trait Lockable<T>: Send + Sync + Sized {
     fn try_with_upgradable<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
         self.try_with_read(f)
     }
+    /// Runs `f` with upgradable access if that comes within `timeout`
+    /// ([`Caps::TIMED_UPGRADE`]; without it:
+    /// [`try_with_upgradable`](Self::try_with_upgradable)).
+    fn try_with_upgradable_for<R>(&self, timeout: Duration, f: impl FnOnce(&T) -> R) -> Option<R> {
+        let _ = timeout;
+        self.try_with_upgradable(f)
+    }
     /// Runs `f` with exclusive access if that comes within `timeout`
     /// ([`Caps::TIMED`]; without it: a plain try).
     fn try_with_write_for<R>(&self, timeout: Duration, f: impl FnOnce(&mut T) -> R) -> Option<R> {
@@ -381,6 +388,9 @@ macro_rules! rwlock_cap {
         }
     };
     (TIMED_UPGRADE) => {
+        fn try_with_upgradable_for<U>(&self, t: Duration, f: impl FnOnce(&T) -> U) -> Option<U> {
+            self.try_upgradable_read_for(t).map(|g| f(&g))
+        }
         fn with_upgradable_then_write_for<S, U>(
             &self,
             t: Duration,

@@ -428,6 +428,7 @@ fn torture_of_every_scalelock_lock_succeeds_under_shuffle_and_stutter() {
     // The lock's own operations are in the mix.
     assert!(records[0]["ops"]["write-fair"].as_u64() > Some(0));
     assert!(records[1]["ops"]["upgrade"].as_u64() > Some(0));
+    assert!(records[1]["ops"]["timed-upgradable"].as_u64() > Some(0));
     assert!(records[2]["ops"]["downgrade"].as_u64() > Some(0));
 }
 

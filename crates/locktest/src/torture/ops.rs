@@ -5,8 +5,8 @@
 //! Writers: lock, try-lock, fair unlock, timed try, write-bump-write,
 //! write-then-downgrade, upgradable-read-then-upgrade,
 //! upgradable-read-then-try-upgrade, upgradable-read-then-timed-upgrade;
-//! readers: the read side of the first five, and a try of an upgradable
-//! read. A plain lock is four times as
+//! readers: the read side of the first five, and a try and a timed try of
+//! an upgradable read. A plain lock is four times as
 //! likely as each other operation. The downgrade and the upgrades also
 //! check their promise: no writer gets in between (the counter a writer
 //! leaves is the one the downgraded reader sees; the one an upgradable
@@ -63,10 +63,12 @@ pub enum Op {
     ReadBump,
     /// Try an upgradable read once, read section.
     TryUpgradable,
+    /// Try an upgradable read for up to [`TIMEOUT`], read section.
+    TimedUpgradable,
 }
 
 /// Every operation, in the order counts are kept.
-pub const OPS: [Op; 15] = [
+pub const OPS: [Op; 16] = [
     Op::Write,
     Op::TryWrite,
     Op::WriteFair,
@@ -82,6 +84,7 @@ pub const OPS: [Op; 15] = [
     Op::TimedRead,
     Op::ReadBump,
     Op::TryUpgradable,
+    Op::TimedUpgradable,
 ];
 
 /// How long a timed try waits.
@@ -111,6 +114,7 @@ impl Op {
             Op::TimedRead => "timed-read",
             Op::ReadBump => "read-bump",
             Op::TryUpgradable => "try-upgradable",
+            Op::TimedUpgradable => "timed-upgradable",
         }
     }
 
@@ -150,6 +154,7 @@ pub fn mix(caps: Caps, writer: bool) -> Vec<(Op, u32)> {
             (Op::TimedRead, Caps::TIMED),
             (Op::ReadBump, Caps::FAIR),
             (Op::TryUpgradable, Caps::UPGRADE),
+            (Op::TimedUpgradable, Caps::TIMED_UPGRADE),
         ]
         .as_slice()
     };
@@ -351,6 +356,9 @@ fn on_main<L: Lockable<TortureData>>(g: &Guarded<L>, op: Op, a: &mut Actor) -> D
         Op::TryUpgradable => l
             .try_with_upgradable(|d| read_body(g, d, a).map(drop))
             .map_or(Done::Missed, Done::from),
+        Op::TimedUpgradable => l
+            .try_with_upgradable_for(TIMEOUT, |d| read_body(g, d, a).map(drop))
+            .map_or(Done::Missed, Done::from),
         Op::Read => l.with_read(|d| read_body(g, d, a)).map(drop).into(),
         Op::ReadFair => l.with_read_fair(|d| read_body(g, d, a)).map(drop).into(),
         Op::TryRead => l
@@ -534,7 +542,13 @@ mod tests {
         main.lock.with_write(|_| {
             assert_eq!(perform(&main, &[], Op::TryRead, &mut a), Done::Missed);
             assert_eq!(perform(&main, &[], Op::TimedWrite, &mut a), Done::Missed);
+            assert_eq!(
+                perform(&main, &[], Op::TimedUpgradable, &mut a),
+                Done::Missed
+            );
         });
+        // Free, the timed upgradable read gets in.
+        assert_eq!(perform(&main, &[], Op::TimedUpgradable, &mut a), Done::Ok);
     }
 
     /// The writers run every upgrade the lock has: scalelock's rwlocks and
@@ -549,6 +563,9 @@ mod tests {
         ] {
             let m = mix(caps, true);
             assert!(m.iter().any(|o| o.0.name() == "timed-upgrade"), "{m:?}");
+            // And the readers take timed upgradable reads.
+            let m = mix(caps, false);
+            assert!(m.iter().any(|o| o.0 == Op::TimedUpgradable), "{m:?}");
         }
     }
 
