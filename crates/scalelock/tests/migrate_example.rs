@@ -163,3 +163,61 @@ fn readme_diff_is_taken_from_the_example() {
         "README's new side"
     );
 }
+
+/// The README's "change only the `use` line" import: every parking_lot name
+/// the example's `before` half imports and uses must be aliased there
+/// (`QSpinLockGuard as MutexGuard`, ...), or code that names a guard type
+/// (`MutexGuard::unlock_fair`, `RwLockWriteGuard::downgrade`) does not
+/// compile with that line alone.
+#[test]
+fn readme_alias_import_covers_the_example() {
+    let section = README
+        .split("To change only the `use` line")
+        .nth(1)
+        .expect("README: the alias import");
+    let start = section
+        .find("`use scalelock::{")
+        .expect("the alias `use` line")
+        + 1;
+    let len = section[start..].find('`').expect("end of the `use` line");
+    let line = section[start..start + len]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (before_names, _) = split_import(module("before"), "parking_lot");
+    for name in before_names {
+        let ours = rename(&name);
+        if ours != name {
+            let alias = format!("{ours} as {name}");
+            assert!(
+                line.contains(&alias),
+                "README's alias import lacks `{alias}`: {line}"
+            );
+        }
+    }
+}
+
+/// The README's alias import as written there: parking_lot code that names
+/// the guard types compiles with it alone.
+mod readme_alias_import {
+    use scalelock::{
+        Condvar, QRwLock as RwLock, QRwLockUpgradableReadGuard as RwLockUpgradableReadGuard,
+        QRwLockWriteGuard as RwLockWriteGuard, QSpinLock as Mutex, QSpinLockGuard as MutexGuard,
+        ReentrantMutex,
+    };
+
+    #[test]
+    fn parking_lot_code_compiles_with_it() {
+        let m = Mutex::new(0);
+        let mut g = m.lock();
+        *g += 1;
+        MutexGuard::unlock_fair(g);
+        let l = RwLock::new(0);
+        let w = RwLockUpgradableReadGuard::upgrade(l.upgradable_read());
+        assert_eq!(*RwLockWriteGuard::downgrade(w), 0);
+        let r = ReentrantMutex::new(());
+        let _outer = r.lock();
+        let _inner = r.lock();
+        assert!(!Condvar::new().notify_one());
+    }
+}
