@@ -54,9 +54,11 @@ fn worker(lock: &QSpinLock<u64>, stop: &AtomicBool) -> Run {
         if run.ops.is_multiple_of(EVERY) {
             let now = Instant::now();
             if now.duration_since(last) > GAP {
-                // We waited: the turn before ended at `last`. (The ops
-                // since then count in the new turn.)
-                run.turns.push((in_turn, last.duration_since(start)));
+                // We waited: the turn before ended at `last`, with the
+                // ops up to that read. The `EVERY` ops since then straddle
+                // the wait: they count in neither turn (only in `ops`).
+                run.turns
+                    .push((in_turn - EVERY, last.duration_since(start)));
                 in_turn = 0;
                 start = now;
             }
