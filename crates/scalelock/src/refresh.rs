@@ -252,6 +252,18 @@ const fn gate_index(target: u32) -> usize {
 /// A value that many threads refresh, one at a time, sharing each
 /// refresh; see the module documentation.
 ///
+/// Name the type where one is made (`let r: RefreshOnce<u64> =
+/// RefreshOnce::new(0);`): as for [`SeqLock`], the platform parameter's
+/// default is not inferred.
+///
+/// ```
+/// use scalelock::RefreshOnce;
+///
+/// let clock: RefreshOnce<u64> = RefreshOnce::new(0);
+/// assert_eq!(clock.refresh(|t| t + 1), 1);
+/// assert_eq!((clock.get(), clock.generation()), (1, 1));
+/// ```
+///
 /// Each of its three parts has a cache line of its own (see "Cache lines"
 /// in the module docs): the state, the gates, and the value with its
 /// sequence and writer lock (a [`SeqLock`]), each padded to 128 bytes. So

@@ -239,6 +239,23 @@ impl<T: NoUninit> Cells<T> {
 }
 
 /// A sequence lock holding a `T`; see the module documentation.
+///
+/// Name the type where a lock is made: the platform `P` has a default
+/// ([`DefaultPlatform`]), but Rust does not infer a type parameter from
+/// its default, so `let s = SeqLock::new(0u64);` alone does not compile
+/// (E0283, "type annotations needed").
+///
+/// ```
+/// use scalelock::SeqLock;
+///
+/// let s: SeqLock<u64> = SeqLock::new(0);
+/// s.write(1);
+/// assert_eq!(s.read(), 1);
+/// ```
+/// ```compile_fail,E0283
+/// let s = scalelock::SeqLock::new(0u64);
+/// s.write(1);
+/// ```
 pub struct SeqLock<T: NoUninit, P: Platform = DefaultPlatform> {
     /// Even: no write in progress. Odd: a writer is storing.
     seq: AtomicUsize,

@@ -140,3 +140,30 @@ fn past_the_held_stack_an_acquisition_is_still_checked() {
     assert!(r.contains("possible recursive locking"), "{r}");
     assert_eq!(lockdep::held_count(), 0);
 }
+
+/// The lockdep docs' list of guards that are `Send` (released on another
+/// thread, their entry stays on the taker's held stack): `PerCpuRwLock`'s
+/// write and upgradable guards and `SeqLock`'s write guard are among them,
+/// `PerCpuRwLock`'s read guards are not.
+#[test]
+fn write_guards_released_on_another_thread_stay_on_the_takers_stack() {
+    fn send<T: Send>(_: &T) {}
+    static P: scalelock::PerCpuRwLock<u32> = scalelock::PerCpuRwLock::new(0);
+    static U: scalelock::PerCpuRwLock<u32> = scalelock::PerCpuRwLock::new(0);
+    static S: SeqLock<u32> = SeqLock::new(0);
+    let before = lockdep::held_count();
+    let w = P.write();
+    send(&w);
+    std::thread::spawn(move || drop(w)).join().unwrap();
+    let u = U.upgradable_read();
+    send(&u);
+    std::thread::spawn(move || drop(u)).join().unwrap();
+    let s = S.lock();
+    send(&s);
+    std::thread::spawn(move || drop(s)).join().unwrap();
+    assert_eq!(
+        lockdep::held_count(),
+        before + 3,
+        "the taker's stack keeps them"
+    );
+}

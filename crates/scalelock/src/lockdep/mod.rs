@@ -64,7 +64,10 @@
 //!   `tests/lockdep_allocator_nested_locks.rs`; registering a class
 //!   allocates from `std::alloc::System` only).
 //! - A guard released on another thread than the one that took it
-//!   (`QSpinLock`'s and `QRwLock`'s guards are `Send`) leaves its entry
+//!   (`QSpinLock`'s and `QRwLock`'s guards are `Send`, and so are
+//!   `PerCpuRwLock`'s write and upgradable guards and `SeqLock`'s write
+//!   guard; only `PerCpuRwLock`'s read guards and `ReentrantMutex`'s are
+//!   not) leaves its entry
 //!   on the taker's stack (lockdep cannot tell): the taker's next
 //!   acquisition of that lock is then reported as a recursive acquisition
 //!   (a panic without a report handler), and its acquisitions of other
