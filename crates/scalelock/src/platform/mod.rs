@@ -89,7 +89,9 @@ pub struct LocalState {
     pub(crate) counted_reads: crate::reader_table::CountedReads,
     /// The context's reader slot index as the std platform's
     /// [`Platform::reader_slot_inline`] returns it (`SLOTS`: none); other
-    /// platforms may leave it unused.
+    /// platforms may leave it unused (without `std`, no platform here
+    /// reads it).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) slot_inline: core::cell::Cell<usize>,
 }
 
