@@ -9,7 +9,7 @@
 //! | [`PerCpuRwLock`] | read-mostly data read by many threads at once: a read writes only the reading thread's own cache line (no shared atomic); a write revokes that bias with a membarrier and a scan of the reader slots. The lock picks its read mode from the writes it sees: biased (rare writes), symmetric (readers pay a full fence so writers need no membarrier, when the reads between writes pay for a plain revocation but not for a membarrier) or inhibited (few reads per write: reads take the underlying `QRwLock` for a window sized from the revocation cost, after BRAVO); 16 bytes plus a [`ReaderTable`] shared by a class of locks |
 //! | [`SeqLock`] | a small `Copy` value read far more often than written: readers write nothing shared and retry if a write overlapped; no data race in the Rust memory model |
 //! | [`ReentrantMutex`] | a mutex the holding thread may lock again (callbacks that re-enter, layered code taking the same lock): a [`QSpinLock`] plus an owner and a count; needs `std` |
-//! | [`RefreshOnce`] | a value many threads want recomputed (a clock, a cache): one recomputes while the others wait and share its result; every caller gets a result computed after it arrived and waits for at most one update beyond the one in progress |
+//! | [`RefreshOnce`] | a value many threads want recomputed (a clock, a cache): one recomputes while the others wait and share its result; every caller gets a result computed after it arrived and waits for at most one update beyond the one in progress (one more after an update whose closure panicked) |
 //!
 //! The mutexes and rwlocks implement the [`lock_api`] 0.5 raw traits, so
 //! they come with the usual `Mutex`/`RwLock` guards ([`SeqLock`] and
