@@ -692,6 +692,9 @@ impl<P: Platform> QSpinCore<P> {
         // tight loop were a little fairer without that watch;
         // docs/measurements.md has the figures).
         let mut gaps = GapWatch::new(!head.is_some_and(|h| h.tight_loop));
+        // Past our deadline, while a release that committed to reserve the
+        // lock for us (`GRANTED`) has yet to store it.
+        let mut granted = Backoff::new();
         loop {
             // Our ticket, before we look: a reserving release after this
             // (a fair unlock) ends our quiet sleep below.
@@ -733,8 +736,10 @@ impl<P: Platform> QSpinCore<P> {
                     return false;
                 }
                 // A release reserves the lock for us (GRANTED): it is ours
-                // within moments.
-                P::relax();
+                // within moments, unless the releaser was preempted between
+                // its RMW and its store, maybe on our CPU: back off to
+                // sleeping so that it gets to run.
+                granted.snooze::<P>();
                 continue;
             }
             let left = deadline.remaining_ns::<P>();

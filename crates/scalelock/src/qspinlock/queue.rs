@@ -209,9 +209,12 @@ impl<P: Platform> QSpinCore<P> {
     fn give_up_queued(&self, index: NodeIndex) -> Option<u32> {
         let node = P::node(index);
         let me = u32::from(index.get());
+        let mut backoff = Backoff::new();
         loop {
-            // (First: a predecessor in the middle of taking us finishes.)
-            P::relax();
+            // (First: a predecessor in the middle of taking us finishes. It
+            // can be preempted there, maybe on our CPU: back off to
+            // sleeping so that it gets to run.)
+            backoff.snooze::<P>();
             // Relaxed: a predecessor that leaves rewrites it before it
             // links us to its own predecessor; a stale value only fails
             // the cmpxchg below.

@@ -1,12 +1,12 @@
 //! Unit tests of `RawQSpinLock` (small enough for Miri).
 
 use std::boxed::Box;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use super::*;
-use crate::qnode::QNode;
+use crate::qnode::{NODE_HEAD, QNode};
 use crate::sync::atomic::AtomicU32;
 
 /// The `Platform` methods the test platforms below share: a full fence as
@@ -919,6 +919,169 @@ fn a_turn_taken_on_the_contended_path_starts_its_own_count() {
         let (handed, yields) = releases_with_sleeping_waiter(&lock, pace, 100);
         assert_eq!((handed, yields), (None, 0), "a 10 us turn yielded");
         quota::set_for_test(lock.addr(), 0);
+    })
+    .join()
+    .unwrap();
+}
+
+std::thread_local! {
+    /// A step of a thread running on another CPU, which it takes at this
+    /// thread's next relax (it is in the middle of the lock's protocol).
+    static AT_NEXT_RELAX: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+    /// The next step of a thread preempted on this thread's CPU in the
+    /// middle of the lock's protocol: it runs once this thread gives the
+    /// CPU up (a sleep, a yield or a wait), or at the end of this thread's
+    /// time slice (`SLICE_RELAXES` relaxes).
+    static PREEMPTED: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+    static ONE_CPU_RELAXES: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A time slice, in relaxes of `OneCpu`.
+const SLICE_RELAXES: u64 = 1 << 20;
+
+/// Nodes 1 and 2 of `OneCpu`.
+static ONE_CPU_NODES: [QNode; 2] = [const { QNode::new() }; 2];
+
+/// Runs `PREEMPTED`'s step, if any: the preempted thread got the CPU.
+fn run_preempted() {
+    if let Some(step) = PREEMPTED.with(|p| p.borrow_mut().take()) {
+        step();
+    }
+}
+
+/// A platform with one CPU that this thread shares with a thread preempted
+/// in the middle of the lock's protocol (`PREEMPTED`): that thread runs
+/// only when this one gives the CPU up, or when its time slice ends.
+#[derive(Debug)]
+struct OneCpu;
+
+// SAFETY: `wait` and `wait_timeout` return at once (spurious returns, which
+// the contract allows); the nodes are two static nodes that only the test
+// using them hands out; the rest is the std platform's or does nothing.
+unsafe impl Platform for OneCpu {
+    fn relax() {
+        if let Some(step) = AT_NEXT_RELAX.with(|s| s.borrow_mut().take()) {
+            step();
+        }
+        let n = ONE_CPU_RELAXES.with(|r| {
+            r.set(r.get() + 1);
+            r.get()
+        });
+        if n.is_multiple_of(SLICE_RELAXES) {
+            run_preempted();
+        }
+    }
+    fn yield_now() {
+        run_preempted();
+    }
+    fn sleep_ns(_: u64) {
+        run_preempted();
+    }
+    fn now_ns() -> u64 {
+        0
+    }
+    fn wait(_: &AtomicU32, _: u32) {
+        run_preempted();
+    }
+    fn wait_timeout(_: &AtomicU32, _: u32, _: u64) {
+        run_preempted();
+    }
+    fn wake_one(_: &AtomicU32) {}
+    fn wake_all(_: &AtomicU32) {}
+    fn light_fence() {
+        crate::sync::atomic::fence(Ordering::SeqCst)
+    }
+    fn heavy_fence() {
+        crate::sync::atomic::fence(Ordering::SeqCst)
+    }
+    fn queue_node() -> Option<NodeIndex> {
+        None
+    }
+    fn node(index: NodeIndex) -> &'static QNode {
+        &ONE_CPU_NODES[usize::from(index.get()) - 1]
+    }
+    fn cpu_id() -> usize {
+        0
+    }
+    fn cpu_count() -> usize {
+        1
+    }
+}
+
+/// A timed word waiter whose deadline passed while a release had already
+/// committed to reserve the lock for it (`GRANTED`) waits for that
+/// release's store; if the releaser was preempted on the waiter's CPU
+/// between the two, the waiter must give the CPU up (`Backoff`'s sleeps),
+/// not spin for its whole time slice.
+#[test]
+#[cfg_attr(miri, ignore = "a time slice of relaxes")]
+fn a_timed_word_waiter_lets_a_preempted_releaser_reserve_the_lock() {
+    std::thread::spawn(|| {
+        let lock: &'static QSpinCore<OneCpu> = Box::leak(Box::new(QSpinCore::new()));
+        assert!(lock.try_lock_fast());
+        // The holder's release committed (GRANTED) and was preempted before
+        // it stored RESERVED.
+        lock.flags
+            .store(PENDING | HANDOFF | GRANTED, Ordering::Relaxed);
+        PREEMPTED.with(|p| {
+            *p.borrow_mut() = Some(Box::new(move || {
+                lock.locked.store(RESERVED, Ordering::Release);
+            }));
+        });
+        ONE_CPU_RELAXES.with(|r| r.set(0));
+        let took = lock.wait_as_pending(None, None, Deadline::at(0), Events::NONE);
+        let relaxes = ONE_CPU_RELAXES.with(Cell::get);
+        assert!(took, "the reserved lock is the waiter's");
+        assert_eq!(lock.locked.load(Ordering::Relaxed), LOCKED);
+        assert_eq!(lock.flags.load(Ordering::Relaxed), 0);
+        assert!(
+            relaxes < SLICE_RELAXES,
+            "spun {relaxes} relaxes before the preempted releaser ran"
+        );
+    })
+    .join()
+    .unwrap();
+}
+
+/// A timed queued waiter whose deadline passed just as its predecessor
+/// took it from its link waits for the predecessor's signal; if the
+/// predecessor was preempted on the waiter's CPU between the two, the
+/// waiter must give the CPU up, not spin for its whole time slice.
+#[test]
+#[cfg_attr(miri, ignore = "a time slice of relaxes")]
+fn a_timed_queued_waiter_lets_a_preempted_predecessor_signal_it() {
+    std::thread::spawn(|| {
+        let lock: &'static QSpinCore<OneCpu> = Box::leak(Box::new(QSpinCore::new()));
+        let (pred, me) = (NodeIndex::new(1).unwrap(), NodeIndex::new(2).unwrap());
+        // A holder, and the predecessor queued (as the tail) and the word
+        // waiter.
+        assert!(lock.try_lock_fast());
+        lock.flags.store(PENDING, Ordering::Relaxed);
+        OneCpu::node(pred).reset();
+        lock.tail.store(pred.get(), Ordering::Relaxed);
+        // The predecessor acquires (on the other CPU) and takes us from its
+        // link at our first relax, then is preempted on our CPU before it
+        // makes us head.
+        AT_NEXT_RELAX.with(|s| {
+            *s.borrow_mut() = Some(Box::new(move || {
+                assert_eq!(OneCpu::node(pred).next.swap(0, Ordering::Acquire), 2);
+            }));
+        });
+        PREEMPTED.with(|p| {
+            *p.borrow_mut() = Some(Box::new(move || {
+                OneCpu::node(me).state.store(NODE_HEAD, Ordering::Release);
+            }));
+        });
+        ONE_CPU_RELAXES.with(|r| r.set(0));
+        // Made head past our deadline, we give up as the word waiter.
+        assert!(!lock.lock_queued(me, Deadline::at(0), Events::NONE));
+        let relaxes = ONE_CPU_RELAXES.with(Cell::get);
+        assert_eq!(lock.flags.load(Ordering::Relaxed), 0);
+        assert_eq!(lock.tail.load(Ordering::Relaxed), 0);
+        assert!(
+            relaxes < SLICE_RELAXES,
+            "spun {relaxes} relaxes before the preempted predecessor ran"
+        );
     })
     .join()
     .unwrap();
