@@ -204,10 +204,11 @@
 //!
 //! # Waiting (16 threads on 2 cores)
 //! Once it has claimed the lock (after its quiet wait, see above), the one
-//! thread waiting on the word spins with [`Backoff`] (which yields
-//! the CPU once its budget is spent, so a preempted holder can run), then sets
-//! `PARKED` and sleeps with `Platform::wait` on the count word itself (a
-//! futex on std). Whoever makes its condition true wakes exactly it:
+//! thread waiting on the word spins with [`Backoff`] for `qrw_spin_steps`
+//! steps (which never yield, and are too few for `Backoff`'s timed sleeps),
+//! then sets `PARKED` and sleeps with `Platform::wait` on the count word
+//! itself (a futex on std), which gives the CPU to a preempted holder.
+//! Whoever makes its condition true wakes exactly it:
 //! - a writer's unlock or downgrade, when the old word had `PARKED`;
 //! - a reader's unlock (or undo) that leaves at most one reader, when the old
 //!   word had `PARKED` (a writer waits for zero readers; an upgrader for one,

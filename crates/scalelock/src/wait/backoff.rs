@@ -1,8 +1,8 @@
 //! Spinning without hurting the holder.
 //!
 //! - [`Backoff`]: exponential spinning on loads (never on RMWs, to be easy
-//!   on the cache line), capped; after `backoff_sleep_after` steps each step
-//!   also sleeps briefly, so that a preempted thread we wait for (on our
+//!   on the cache line), capped; after `backoff_sleep_after + 1` steps each
+//!   step also sleeps briefly, so that a preempted thread we wait for (on our
 //!   CPU) can run (after crossbeam's `Backoff`).
 //! - [`QuietPoll`]: how a word waiter waits out a running holder's batch.
 //!   Every poll of the lock word takes the line from the holder (its next

@@ -15,7 +15,7 @@ pub(crate) struct Tuning {
     // --- Backoff (all spinning waits) ---
     /// `Backoff` spins at most 2^this relaxes per step.
     pub backoff_spin_limit: u32,
-    /// After this many steps each `Backoff` step also sleeps
+    /// After this many steps and one more, each `Backoff` step also sleeps
     /// `backoff_sleep_ns` (the waited-for thread may need our CPU; a timed
     /// sleep, not a yield, which can hand the CPU to any task for a slice).
     pub backoff_sleep_after: u32,
