@@ -7,16 +7,15 @@
 //! node was released, gets `None` and waits unqueued (see `qspinlock.rs`):
 //! still correct, no longer FIFO. One that found the table full asks again
 //! once an exited thread has given a node back (a Relaxed load of the free
-//! count per ask until then). Threads may come and go without limit.
+//! stack's top per ask until then). Threads may come and go without limit.
 //! So does a lock taken while the thread's node is being set up or waited
 //! on (a new segment is allocated through the global allocator, which may
 //! sit on a lock of this crate): `tests/allocator_on_a_queued_lock.rs`.
 
 use std::boxed::Box;
 use std::cell::Cell;
-use std::sync::Mutex;
 
-use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 use crate::qnode::{NODE_WAITING, NodeIndex, QNode};
 
@@ -33,33 +32,62 @@ static TABLE: [AtomicPtr<Segment>; SEGMENTS] =
     [const { AtomicPtr::new(core::ptr::null_mut()) }; SEGMENTS];
 /// Next never-used index (indices start at 1).
 static HIGH_WATER: AtomicU32 = AtomicU32::new(1);
-/// Indices released by exited threads: a stack in static memory (128 KiB,
-/// untouched until threads exit), so that giving an index back allocates
-/// nothing. (A `Vec` grew under the mutex: through a global allocator on a
-/// lock of this crate, that lock's first queued wait on another thread
-/// could wait for the mutex held by an exiting thread that waited for the
-/// lock.)
-static FREE: Mutex<FreeList> = Mutex::new(FreeList {
-    len: 0,
-    indices: [0; SEGMENTS * SEGMENT_LEN],
-});
+/// Indices released by exited threads: a lock-free stack (Treiber's) with
+/// its links in static memory (128 KiB, untouched until threads exit), so
+/// that giving an index back allocates nothing and takes no lock. (A `Vec`
+/// grew under a mutex: through a global allocator on a lock of this crate,
+/// that lock's first queued wait on another thread could wait for the
+/// mutex held by an exiting thread that waited for the lock. And a process
+/// that forked while another thread held that mutex, exiting or taking its
+/// first node, left it held for ever in the child, whose threads then hung
+/// at their first queued wait or at their exit.)
+///
+/// The top index in the low 16 bits (0: empty); above them a count of
+/// the stack's changes, so that a pop that read the link of a top that
+/// other threads popped and pushed back meanwhile fails its cmpxchg (ABA;
+/// 48 bits do not wrap).
+static FREE_TOP: AtomicU64 = AtomicU64::new(0);
+/// `FREE_NEXT[i]`: the index below `i` while `i` is on the stack (0:
+/// none). Every index is in the table once, and at most once on the stack.
+static FREE_NEXT: [AtomicU16; SEGMENTS * SEGMENT_LEN] =
+    [const { AtomicU16::new(0) }; SEGMENTS * SEGMENT_LEN];
 
-struct FreeList {
-    len: usize,
-    /// Every index is in the table once, and at most once here, so the
-    /// stack cannot overflow.
-    indices: [u16; SEGMENTS * SEGMENT_LEN],
+/// Whether an exited thread's index is free (a thread that found the table
+/// full asks again only then). Relaxed: a hint; a stale answer only delays
+/// the next ask to a later wait.
+fn free_nonempty() -> bool {
+    FREE_TOP.load(Ordering::Relaxed) & 0xffff != 0
 }
 
-/// `FreeList::len`, readable without the mutex: a thread that found the
-/// table full asks again only when it is not 0. Relaxed: a hint; a stale
-/// 0 only delays the next ask to a later wait.
-static FREE_LEN: AtomicU32 = AtomicU32::new(0);
+/// `FREE_TOP`'s next value, with `index` on top.
+fn free_top(old: u64, index: u16) -> u64 {
+    ((old >> 16).wrapping_add(1) << 16) | u64::from(index)
+}
 
-fn free_list() -> std::sync::MutexGuard<'static, FreeList> {
-    // Every update leaves the list consistent.
-    FREE.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// Pops an exited thread's index, if any.
+fn pop_free() -> Option<NodeIndex> {
+    // Acquire pairs with the Release cmpxchg of the push that put the top
+    // there (every later change of `FREE_TOP` is an RMW, in its release
+    // sequence): its link and its thread's last use of the node precede
+    // our reads and the node's next use.
+    let mut top = FREE_TOP.load(Ordering::Acquire);
+    loop {
+        let index = NodeIndex::new(top as u16)?;
+        // Relaxed: ordered by the Acquire above. A link rewritten since (the
+        // index popped and pushed again) comes with a changed count, and
+        // the cmpxchg fails.
+        let below = FREE_NEXT[usize::from(index.get())].load(Ordering::Relaxed);
+        // Acquire as above.
+        match FREE_TOP.compare_exchange_weak(
+            top,
+            free_top(top, below),
+            Ordering::Acquire,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => return Some(index),
+            Err(now) => top = now,
+        }
+    }
 }
 
 fn segment(seg: usize) -> &'static Segment {
@@ -100,21 +128,13 @@ pub(super) fn get(index: NodeIndex) -> &'static QNode {
 }
 
 fn allocate() -> Option<NodeIndex> {
-    {
-        let mut free = free_list();
-        if free.len > 0 {
-            free.len -= 1;
-            FREE_LEN.store(free.len as u32, Ordering::Relaxed);
-            let index = NodeIndex::new(free.indices[free.len]);
-            // An exited thread's node: its batch debt was the dead owner's.
-            // (A waiter that settles a debt on it after this, for a batch
-            // the old owner ran, leaves the new owner that one batch's
-            // debt: a hint, see `BatchDebt`.)
-            if let Some(index) = index {
-                get(index).debt.clear();
-            }
-            return index;
-        }
+    if let Some(index) = pop_free() {
+        // An exited thread's node: its batch debt was the dead owner's.
+        // (A waiter that settles a debt on it after this, for a batch
+        // the old owner ran, leaves the new owner that one batch's
+        // debt: a hint, see `BatchDebt`.)
+        get(index).debt.clear();
+        return Some(index);
     }
     let i = HIGH_WATER
         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |i| {
@@ -129,11 +149,22 @@ fn allocate() -> Option<NodeIndex> {
 }
 
 fn release(index: NodeIndex) {
-    let mut free = free_list();
-    let len = free.len;
-    free.indices[len] = index.get();
-    free.len = len + 1;
-    FREE_LEN.store(free.len as u32, Ordering::Relaxed);
+    let mut top = FREE_TOP.load(Ordering::Relaxed);
+    loop {
+        // Relaxed: published by the Release cmpxchg below.
+        FREE_NEXT[usize::from(index.get())].store(top as u16, Ordering::Relaxed);
+        // Release pairs with the Acquire loads of `pop_free`: the link, and
+        // our last use of the node, precede its next owner's.
+        match FREE_TOP.compare_exchange_weak(
+            top,
+            free_top(top, index.get()),
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => return,
+            Err(now) => top = now,
+        }
+    }
 }
 
 /// A thread's claim on its node (returned to the free list at thread
@@ -143,7 +174,7 @@ struct Slot(Cell<Option<NodeIndex>>, Cell<u8>);
 /// `current` may hand the node out (or allocate one).
 const HAND_OUT: u8 = 0;
 /// The table was full when the thread asked: it waits unqueued until an
-/// exited thread gives a node back (`FREE_LEN`), then asks again.
+/// exited thread gives a node back (`free_nonempty`), then asks again.
 const NONE_LEFT: u8 = 1;
 /// The node is being allocated or waited on: a lock taken meanwhile on
 /// this thread (a global allocator built on a lock of this crate, when
@@ -175,7 +206,7 @@ pub(super) fn current() -> Option<NodeIndex> {
     SLOT.try_with(|slot| {
         match slot.1.get() {
             HAND_OUT => {}
-            NONE_LEFT if FREE_LEN.load(Ordering::Relaxed) != 0 => {}
+            NONE_LEFT if free_nonempty() => {}
             _ => return None,
         }
         slot.1.set(IN_USE);
@@ -248,6 +279,134 @@ mod tests {
             }
         }
         panic!("never got the node back");
+    }
+
+    /// Run alone in a child process by
+    /// `a_child_forked_while_threads_give_nodes_back_gets_a_node`: one
+    /// thread keeps giving a node back and taking one (as exiting and new
+    /// threads do), and the process forks meanwhile, 20 times; each forked
+    /// child (the forking thread alone) takes a node and gives it back. A
+    /// child that waits for a free-list lock that the other thread held at
+    /// the fork waits for ever: SIGALRM ends it.
+    #[test]
+    #[cfg(target_os = "linux")]
+    #[ignore = "run in a child process by a_child_forked_while_threads_give_nodes_back_gets_a_node"]
+    fn child_forks_while_a_thread_gives_nodes_back() {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicBool;
+        unsafe extern "C" {
+            fn fork() -> i32;
+            fn alarm(seconds: u32) -> u32;
+            fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
+            fn _exit(status: i32) -> !;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let churn = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut index = allocate().expect("a node");
+                while !stop.load(Ordering::Relaxed) {
+                    release(index);
+                    index = allocate().expect("a node");
+                }
+                release(index);
+            })
+        };
+        for round in 0..20 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            // SAFETY: the child calls only `allocate`, `release`, `alarm`
+            // and `_exit`.
+            let pid = unsafe { fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                // SAFETY: plain libc calls.
+                unsafe { alarm(5) };
+                let got = allocate();
+                if let Some(index) = got {
+                    release(index);
+                }
+                // SAFETY: ends the child without running the parent's
+                // destructors or atexit handlers.
+                unsafe { _exit(if got.is_some() { 0 } else { 1 }) };
+            }
+            let mut status = 0;
+            // SAFETY: waits for our child.
+            assert_eq!(unsafe { waitpid(pid, &mut status, 0) }, pid);
+            assert!(
+                status == 0,
+                "round {round}: the child {} (status {status:#x}; signal 14: SIGALRM, \
+                 it hung)",
+                if status & 0x7f != 0 {
+                    "was killed"
+                } else {
+                    "failed"
+                }
+            );
+        }
+        stop.store(true, Ordering::Relaxed);
+        churn.join().unwrap();
+    }
+
+    /// Runs the ignored test `name` of this module alone in a child process.
+    fn run_child(name: &str) {
+        let name = format!("platform::std_impl::nodes::tests::{name}");
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", &name, "--ignored", "--test-threads=1"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        assert!(
+            stdout.contains("1 passed"),
+            "the child ran no test: {stdout}"
+        );
+    }
+
+    /// A process that forks while another thread gives its queue node back
+    /// (it exits) or takes one: the child may use the locks (the crate
+    /// docs), so its threads must get nodes.
+    #[test]
+    #[cfg(target_os = "linux")]
+    #[cfg_attr(miri, ignore = "fork")]
+    fn a_child_forked_while_threads_give_nodes_back_gets_a_node() {
+        run_child("child_forks_while_a_thread_gives_nodes_back");
+    }
+
+    /// Run alone in a child process by
+    /// `the_free_list_hands_an_index_to_one_thread_at_a_time` (the other
+    /// tests' nodes stay out of its churn).
+    #[test]
+    #[ignore = "run in a child process by the_free_list_hands_an_index_to_one_thread_at_a_time"]
+    fn child_churns_the_free_list() {
+        use std::sync::atomic::AtomicBool;
+        static HELD: [AtomicBool; SEGMENTS * SEGMENT_LEN] =
+            [const { AtomicBool::new(false) }; SEGMENTS * SEGMENT_LEN];
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..200_000 {
+                        let index = allocate().expect("a node");
+                        let i = usize::from(index.get());
+                        assert!(
+                            !HELD[i].swap(true, Ordering::Relaxed),
+                            "{i} handed out twice"
+                        );
+                        HELD[i].store(false, Ordering::Relaxed);
+                        release(index);
+                    }
+                });
+            }
+        });
+        // Eight threads at a time needed at most eight indices.
+        assert!(HIGH_WATER.load(Ordering::Relaxed) <= 9);
+    }
+
+    /// Threads that take indices from the free list and give them back
+    /// concurrently never hold one index at the same time.
+    #[test]
+    #[cfg_attr(miri, ignore = "a child process")]
+    fn the_free_list_hands_an_index_to_one_thread_at_a_time() {
+        run_child("child_churns_the_free_list");
     }
 
     #[test]
