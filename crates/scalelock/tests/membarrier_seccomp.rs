@@ -84,6 +84,117 @@ fn deny_membarrier() {
     }
 }
 
+/// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` fails with EPERM from
+/// here on; everything else, the query and the registration included, is
+/// allowed (a filter that sorts `membarrier` by its command).
+fn deny_the_expedited_barrier() {
+    let prog = [
+        // ld [0] (the syscall number)
+        SockFilter {
+            code: 0x20,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        // jeq #membarrier, 0, 3
+        SockFilter {
+            code: 0x15,
+            jt: 0,
+            jf: 3,
+            k: NR_MEMBARRIER,
+        },
+        // ld [16] (the low half of the first argument, the command)
+        SockFilter {
+            code: 0x20,
+            jt: 0,
+            jf: 0,
+            k: 16,
+        },
+        // jeq #MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 1
+        SockFilter {
+            code: 0x15,
+            jt: 0,
+            jf: 1,
+            k: 8,
+        },
+        // ret ERRNO(EPERM)
+        SockFilter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0x0005_0000 | 1,
+        },
+        // ret ALLOW
+        SockFilter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0x7fff_0000,
+        },
+    ];
+    let fprog = SockFprog {
+        len: prog.len() as u16,
+        filter: prog.as_ptr(),
+    };
+    // SAFETY: as in `deny_membarrier`. Raw syscalls and no allocation: it
+    // runs between fork and exec.
+    unsafe {
+        syscall5(157, 38, 1, 0, 0, 0);
+        syscall5(157, 22, 2, &fprog as *const _ as usize, 0, 0);
+    }
+}
+
+/// Run in a child process, started under `deny_the_expedited_barrier`, by
+/// `a_sandbox_from_the_start_that_refuses_the_barrier_falls_back`.
+#[test]
+#[ignore = "run in a child process"]
+fn child_started_in_a_sandbox_writes() {
+    let lock = PerCpuRwLock::new(0u32);
+    for i in 0..100 {
+        drop(lock.read());
+        *lock.write() = i;
+    }
+    println!(
+        "child done, asymmetric fences: {}",
+        scalelock::platform::asymmetric_fences_active()
+    );
+}
+
+/// A process started under a seccomp filter that lets it query and
+/// register for `membarrier` but refuses the barrier itself: the process
+/// decides its fences under that filter (before `main`), so it can still
+/// fall back to full fences on both sides, and runs on (it registered,
+/// took the fences for asymmetric, and aborted at its first heavy fence).
+#[test]
+fn a_sandbox_from_the_start_that_refuses_the_barrier_falls_back() {
+    use std::os::unix::process::CommandExt;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child
+        .args([
+            "--exact",
+            "child_started_in_a_sandbox_writes",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env_remove("SCALELOCK_NO_MEMBARRIER");
+    // SAFETY: the hook makes raw syscalls only (async-signal-safe).
+    unsafe {
+        child.pre_exec(|| {
+            deny_the_expedited_barrier();
+            Ok(())
+        });
+    }
+    let out = child.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("child done, asymmetric fences: false"),
+        "child: {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Run in a child process by the tests below.
 #[test]
 #[ignore = "run in a child process"]

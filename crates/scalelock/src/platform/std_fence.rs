@@ -13,9 +13,10 @@
 //! `sys_membarrier` pattern of liburcu and folly's `asymmetricHeavyBarrier`.
 //!
 //! Detected at run time: at program start (`decide_at_start`), or else the
-//! first fence, asks the kernel to register the process (once; see
-//! `fence_mode.rs` for why the first answer must stick and nobody may act
-//! before it exists); where that fails (old kernel, seccomp, non-Linux)
+//! first fence, asks the kernel to register the process and issues one
+//! barrier (once; see `fence_mode.rs` for why the first answer must stick
+//! and nobody may act before it exists); where either fails (old kernel,
+//! seccomp, non-Linux)
 //! or `SCALELOCK_NO_MEMBARRIER` is set (to anything but empty or `0`)
 //! both sides are `fence(SeqCst)`. A seccomp filter installed after the
 //! registration that refuses `membarrier` leaves no ordering to fall back
@@ -43,6 +44,13 @@ fn register() -> bool {
     let query = membarrier_query();
     query.contains(MembarrierQuery::PRIVATE_EXPEDITED)
         && membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
+        // The barrier itself, once, while no light side relies on it yet:
+        // a seccomp filter in place from the start that allows the query
+        // and the registration but refuses the barrier (one that sorts
+        // `membarrier` by its command) leaves the full fences on both
+        // sides (the process aborted at its first heavy fence). In a
+        // process that still has one thread it costs microseconds.
+        && membarrier(MembarrierCommand::PrivateExpedited).is_ok()
 }
 
 #[cfg(not(all(target_os = "linux", not(miri))))]
