@@ -96,7 +96,12 @@
 //! - **`fork` with a lock held** (or waited on) by another thread: the
 //!   child has only the forking thread, so a lock held or queued on by
 //!   others stays so forever in the child, as with any mutex. The child may
-//!   use locks that were free at the fork.
+//!   use locks that were free at the fork (the crate's own state in default
+//!   builds takes no lock: queue nodes, reader slots, parking buckets).
+//!   With `stats` or `lockdep`, their registries sit behind internal
+//!   mutexes: a child forked while another thread registered a class,
+//!   took a snapshot or recorded a lock order waits forever at its first
+//!   such step.
 //! - **Calling [`RefreshOnce::refresh`] from inside its own update**: it
 //!   waits for itself.
 //! - **A `#[global_allocator]` built on these locks where std registers
