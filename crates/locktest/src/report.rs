@@ -150,7 +150,9 @@ pub struct MedianRecord {
     pub read_pct: Option<Pct>,
     /// How many rounds ran.
     pub rounds: usize,
-    /// Total rate of the median run, op/s.
+    /// Median over rounds of the total rate (for an even count, the mean
+    /// of the middle two), rounded, op/s: the figure the summary prints
+    /// without the baseline.
     pub total_rate: u64,
     /// The lock the ratio is taken against.
     pub baseline: String,
@@ -184,7 +186,9 @@ pub fn medians(runs: &[RunRecord]) -> Vec<MedianRecord> {
                 kind: r.kind.clone(),
                 threads: r.stats.threads,
                 read_pct: r.read_pct,
-                total_rate: r.stats.total_rate,
+                // The summary's figure, not the median run's rate (they
+                // differ for an even count of rounds).
+                total_rate: median_rate(runs, &c, &lock).unwrap_or(r.stats.total_rate),
                 fairness: r.stats.fairness(),
                 fairness_min,
                 fairness_max,
@@ -306,15 +310,10 @@ pub fn summary(runs: &[RunRecord], rounds: u32, note: &str) -> String {
                         .map(|r| format!("{r:.2}x"))
                         .unwrap_or_else(|| "-".into())
                 } else {
-                    // The median of the rounds' rates (for an even count,
-                    // the mean of the middle two), as the title says.
-                    crate::stats::median(
-                        runs_of(runs, c, name)
-                            .map(|r| r.stats.total_rate as f64)
-                            .collect(),
-                    )
-                    .map(|m| crate::format::thousands(m.round() as u64))
-                    .unwrap_or_else(|| "-".into())
+                    // The median of the rounds' rates, as the title says.
+                    median_rate(runs, c, name)
+                        .map(crate::format::thousands)
+                        .unwrap_or_else(|| "-".into())
                 };
                 let _ = write!(line, " {cell} |");
             }
@@ -354,6 +353,17 @@ fn runs_of<'a>(
     name: &'a str,
 ) -> impl Iterator<Item = &'a RunRecord> {
     runs.iter().filter(move |r| r.lock == name && r.key() == *c)
+}
+
+/// The median of `name`'s total rates over the rounds in configuration
+/// `c` (for an even count, the mean of the middle two), rounded, op/s.
+fn median_rate(runs: &[RunRecord], c: &ConfigKey, name: &str) -> Option<u64> {
+    median(
+        runs_of(runs, c, name)
+            .map(|r| r.stats.total_rate as f64)
+            .collect(),
+    )
+    .map(|m| m.round() as u64)
 }
 
 /// The lowest and highest fairness of `name`'s runs in configuration `c`
@@ -544,6 +554,19 @@ mod tests {
         let table = summary(&runs, 2, "");
         assert!(table.contains("median of 2 rounds"), "{table}");
         assert!(table.contains("| 1 | 200 |"), "{table}");
+    }
+
+    /// The JSON medians are "the summary's numbers": without the baseline
+    /// the summary prints the median of the rounds' total rates (200 for
+    /// rounds of 100 and 300 op/s), and the record said 100, the lower
+    /// middle run's rate.
+    #[test]
+    fn the_json_median_rate_is_the_one_printed() {
+        let runs = vec![run("qspinlock", 1, vec![10]), run("qspinlock", 2, vec![30])];
+        let table = summary(&runs, 2, "");
+        assert!(table.contains("| 1 | 200 |"), "{table}");
+        let m = medians(&runs);
+        assert_eq!(m[0].total_rate, 200, "{m:?}");
     }
 
     #[test]
