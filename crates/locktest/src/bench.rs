@@ -15,6 +15,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+use crossbeam_utils::CachePadded;
+
 use crate::harness::{self, Quiet, Spec};
 use crate::kv::{self, KvMix};
 use crate::lockable::{Kind, LockRole, Lockable};
@@ -151,7 +153,10 @@ fn role(cfg: &RunConfig) -> &'static LockRole {
 
 /// The `lock` workload with lock type `L`.
 fn run_lock<L: Lockable<BenchData>>(cfg: &RunConfig) -> Result<Measured, String> {
-    let lock = L::with_role(BenchData::new(), role(cfg));
+    // A line of its own: among the run's locals on the stack, where the
+    // lock and its data fell (straddling a line, beside the stop flag or
+    // not) changed with each lock type's size and frame.
+    let lock = CachePadded::new(L::with_role(BenchData::new(), role(cfg)));
     // Mutexes ignore r%: every operation is a write.
     let read_ppm = match L::KIND {
         Kind::Mutex => 0,
@@ -162,11 +167,16 @@ fn run_lock<L: Lockable<BenchData>>(cfg: &RunConfig) -> Result<Measured, String>
     let run = harness::run(&spec, &mut Quiet(|| lock.state()), |w| {
         let mut rng = Rng::new(w.index as u64);
         let mut ops = 0u64;
-        while !w.stopped() {
+        // An operation counts if it ended before the stop: one still
+        // waiting for the lock then ends outside the measured time.
+        loop {
             if read_ppm > 0 && rng.chance(read_ppm) {
                 lock.with_read(|d| d.read(load));
             } else {
                 lock.with_write(|d| d.write(load));
+            }
+            if w.stopped() {
+                break;
             }
             ops += 1;
         }
@@ -180,7 +190,10 @@ fn run_lock<L: Lockable<BenchData>>(cfg: &RunConfig) -> Result<Measured, String>
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
+    use crate::lockable::Caps;
 
     /// This thread's CPU time, seconds.
     fn cpu() -> f64 {
@@ -197,6 +210,138 @@ mod tests {
                 cpu() - t
             })
             .fold(f64::MAX, f64::min)
+    }
+
+    /// Where the last [`Probe`] used lived.
+    static PROBED_AT: AtomicUsize = AtomicUsize::new(0);
+
+    /// A parking_lot mutex that notes its own address whenever it is taken.
+    struct Probe<T>(parking_lot::Mutex<T>);
+
+    impl<T: Send> Probe<T> {
+        fn note(&self) {
+            PROBED_AT.store(self as *const Self as usize, Ordering::Relaxed);
+        }
+    }
+
+    impl<T: Send> Lockable<T> for Probe<T> {
+        const KIND: Kind = Kind::Mutex;
+        const CAPS: Caps = Caps::NONE;
+        fn new(value: T) -> Self {
+            Probe(parking_lot::Mutex::new(value))
+        }
+        fn with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+            self.note();
+            self.0.with_write(f)
+        }
+        fn with_read<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+            self.note();
+            self.0.with_read(f)
+        }
+        fn try_with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> Option<R> {
+            self.0.try_with_write(f)
+        }
+        fn try_with_read<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+            self.0.try_with_read(f)
+        }
+        fn state(&self) -> String {
+            self.0.state()
+        }
+    }
+
+    /// The measured lock (and the data beside it) starts a cache line of
+    /// its own: it lived among the run's locals on the main thread's stack,
+    /// next to the stop flag every worker reads once per operation and the
+    /// captured `r%` and load, so whether those shared the lock's line (an
+    /// extra coherence miss per operation) depended on each lock type's
+    /// size and frame layout.
+    #[test]
+    fn the_measured_lock_has_its_cache_lines_to_itself() {
+        let line = std::mem::align_of::<crossbeam_utils::CachePadded<u8>>();
+        let cfg = RunConfig {
+            lock: "probe",
+            threads: 1,
+            read_pct: None,
+            load: 1,
+            runtime: Duration::from_millis(5),
+            workload: Workload::Lock,
+        };
+        run_lock::<Probe<BenchData>>(&cfg).unwrap();
+        let at = PROBED_AT.load(Ordering::Relaxed);
+        assert_eq!(at % line, 0, "lock workload: lock at {at:#x}");
+        let spec = Spec::new("probe", 1, Duration::from_millis(5));
+        static ROLE: LockRole = LockRole::new("bench/probe");
+        kv::run::<Probe<kv::Map>>(&spec, &ROLE, Pct::whole(50), KvMix::READ_HEAVY).unwrap();
+        let at = PROBED_AT.load(Ordering::Relaxed);
+        assert_eq!(at % line, 0, "kv workload: lock at {at:#x}");
+    }
+
+    /// How long a [`Slow`] section holds its lock.
+    const HOLD: Duration = Duration::from_millis(20);
+
+    /// A parking_lot mutex whose every section holds it for [`HOLD`].
+    struct Slow<T>(parking_lot::Mutex<T>);
+
+    impl<T: Send> Lockable<T> for Slow<T> {
+        const KIND: Kind = Kind::Mutex;
+        const CAPS: Caps = Caps::NONE;
+        fn new(value: T) -> Self {
+            Slow(parking_lot::Mutex::new(value))
+        }
+        fn with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+            self.0.with_write(|d| {
+                std::thread::sleep(HOLD);
+                f(d)
+            })
+        }
+        fn with_read<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+            self.with_write(|d| f(d))
+        }
+        fn try_with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> Option<R> {
+            self.0.try_with_write(f)
+        }
+        fn try_with_read<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+            self.0.try_with_read(f)
+        }
+        fn state(&self) -> String {
+            self.0.state()
+        }
+    }
+
+    /// Only operations that ended inside the measured time count: the
+    /// sections are serialized and each holds the lock for `HOLD`, so no
+    /// more than `elapsed / HOLD` of them fit. Every thread still waiting
+    /// for the lock at the stop went on to finish its section and counted
+    /// it (4 threads over 50 ms counted 6 sections of 20 ms: 120 ms of
+    /// work, a rate 2.4 times too high).
+    #[test]
+    fn operations_ending_after_the_stop_do_not_count() {
+        let fits = |s: &Stats| s.total as f64 * HOLD.as_secs_f64() <= s.elapsed + 0.001;
+        let cfg = RunConfig {
+            lock: "slow",
+            threads: 4,
+            read_pct: None,
+            load: 1,
+            runtime: Duration::from_millis(50),
+            workload: Workload::Lock,
+        };
+        let s = run_lock::<Slow<BenchData>>(&cfg).unwrap().stats;
+        assert!(
+            fits(&s),
+            "lock: {} ops of {HOLD:?} in {}s",
+            s.total,
+            s.elapsed
+        );
+        let spec = Spec::new("slow", 4, Duration::from_millis(50));
+        static ROLE: LockRole = LockRole::new("bench/slow");
+        let (s, _) =
+            kv::run::<Slow<kv::Map>>(&spec, &ROLE, Pct::whole(50), KvMix::READ_HEAVY).unwrap();
+        assert!(
+            fits(&s),
+            "kv: {} ops of {HOLD:?} in {}s",
+            s.total,
+            s.elapsed
+        );
     }
 
     /// `r%` must change only who holds the lock, not for how long: a read's

@@ -18,6 +18,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hint::black_box;
 
+use crossbeam_utils::CachePadded;
+
 use crate::harness::{self, Quiet, Spec};
 use crate::lockable::{LockRole, Lockable};
 use crate::pct::Pct;
@@ -127,13 +129,15 @@ pub fn run<L: Lockable<Map>>(
     read: Pct,
     mix: KvMix,
 ) -> Result<(Stats, Option<f64>), String> {
-    let lock = L::with_role(prefilled(), role);
+    // A line of its own, as in `bench`'s lock workload.
+    let lock = CachePadded::new(L::with_role(prefilled(), role));
     let [r, i, u, _] = mix.shares(read).map(Pct::ppm);
     let (to_insert, to_update) = (r + i, r + i + u);
     let run = harness::run(spec, &mut Quiet(|| lock.state()), |w| {
         let mut rng = Rng::new(w.index as u64);
         let (mut ops, mut lookups, mut hits) = (0u64, 0u64, 0u64);
-        while !w.stopped() {
+        // An operation counts if it ended before the stop (see `bench`).
+        loop {
             let k = key(rng.below(KEYS));
             let roll = rng.below(MILLION);
             if roll < r {
@@ -146,6 +150,9 @@ pub fn run<L: Lockable<Map>>(
                 lock.with_write(|m| m.get_mut(&k).map(|v| *v = v.wrapping_add(1)));
             } else {
                 lock.with_write(|m| m.remove(&k));
+            }
+            if w.stopped() {
+                break;
             }
             ops += 1;
         }
