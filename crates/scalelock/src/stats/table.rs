@@ -13,6 +13,7 @@
 //! ```
 
 use core::fmt::{self, Display, Formatter, Write as _};
+use std::borrow::Cow;
 use std::string::String;
 
 use super::snapshot::{AccessStats, ClassStats, Events, Snapshot};
@@ -55,10 +56,39 @@ const HEADER: [&str; 13] = [
     "hold-max",
 ];
 
-fn row(f: &mut Formatter<'_>, name: &str, kind: &str, acc: &str, a: &AccessStats) -> fmt::Result {
+/// The class column's width, unless a class's name is longer: then the
+/// longest name's, so that every row's figures stay under their headings.
+const NAME_WIDTH: usize = 32;
+
+/// A class name as the table shows it: its control characters escaped (a
+/// newline in a name would end its row).
+fn shown_name(name: &str) -> Cow<'_, str> {
+    if !name.chars().any(char::is_control) {
+        return Cow::Borrowed(name);
+    }
+    let mut s = String::new();
+    for c in name.chars() {
+        if c.is_control() {
+            s.extend(c.escape_default());
+        } else {
+            s.push(c);
+        }
+    }
+    Cow::Owned(s)
+}
+
+/// One access mode's row, the class name in a column `width` wide.
+fn row(
+    f: &mut Formatter<'_>,
+    name: &str,
+    width: usize,
+    kind: &str,
+    acc: &str,
+    a: &AccessStats,
+) -> fmt::Result {
     writeln!(
         f,
-        "{name:<32} {kind:<12} {acc:<5} {:>12} {:>10} {:>6.2}% {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{name:<width$} {kind:<12} {acc:<5} {:>12} {:>10} {:>6.2}% {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
         a.acquisitions,
         a.contended,
         a.contention() * 100.0,
@@ -129,22 +159,24 @@ pub(crate) fn events_line(e: &Events) -> String {
     s
 }
 
-fn class_rows(f: &mut Formatter<'_>, c: &ClassStats) -> fmt::Result {
+/// The rows of class `c`, its name in a column `width` wide.
+fn class_rows(f: &mut Formatter<'_>, c: &ClassStats, width: usize) -> fmt::Result {
     let kind = c.kind.map_or("?", |k| k.name());
+    let name = shown_name(&c.name);
     let mut first = true;
     for (acc, a) in [("read", &c.read), ("write", &c.write)] {
         if a.acquisitions == 0 && a.contended == 0 {
             continue;
         }
         if first {
-            row(f, &c.name, kind, acc, a)?;
+            row(f, &name, width, kind, acc, a)?;
             first = false;
         } else {
-            row(f, "", "", acc, a)?;
+            row(f, "", width, "", acc, a)?;
         }
     }
     if first {
-        writeln!(f, "{:<32} {kind:<12} (no acquisitions)", c.name)?;
+        writeln!(f, "{name:<width$} {kind:<12} (no acquisitions)")?;
     }
     if let Some(site) = &c.site
         && *site != c.name
@@ -179,9 +211,14 @@ impl Display for Snapshot {
             }
         )?;
         let h = &HEADER;
+        let width = self
+            .classes
+            .iter()
+            .map(|c| shown_name(&c.name).chars().count())
+            .fold(NAME_WIDTH, usize::max);
         writeln!(
             f,
-            "{:<32} {:<12} {:<5} {:>12} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "{:<width$} {:<12} {:<5} {:>12} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
             "class",
             "kind",
             "acc",
@@ -200,7 +237,7 @@ impl Display for Snapshot {
             h[12]
         )?;
         for c in &self.classes {
-            class_rows(f, c)?;
+            class_rows(f, c, width)?;
         }
         Ok(())
     }
@@ -223,6 +260,44 @@ mod tests {
         assert_eq!(std::format!("{}", Ns(999_949)), "999.9us");
         assert_eq!(std::format!("{}", Ns(999_960)), "1.0ms");
         assert_eq!(std::format!("{}", Ns(999_960_000)), "1.00s");
+    }
+
+    #[test]
+    fn long_and_odd_class_names_keep_the_columns() {
+        let class = |name: &str| ClassStats {
+            name: name.into(),
+            kind: Some(crate::LockKind::QSpinLock),
+            write: AccessStats {
+                acquisitions: 5,
+                contended: 1,
+                wait: TimeStats::from_samples(&[100]),
+                hold: TimeStats::from_samples(&[40]),
+                ..AccessStats::default()
+            },
+            ..ClassStats::default()
+        };
+        let snap = Snapshot {
+            enabled: true,
+            hold_sample: 1,
+            dropped_events: 0,
+            classes: std::vec![
+                class("short"),
+                // A construction-site class's name.
+                class("crates/scalelock/tests/stats_snapshot.rs:123:45"),
+                class("two\nlines\tand a tab"),
+            ],
+        };
+        let t = std::format!("{snap}");
+        let lines: std::vec::Vec<&str> = t.lines().collect();
+        // The title, the header and one row per class.
+        assert_eq!(lines.len(), 5, "{t}");
+        // Every figure fits its column: the rows are as wide as the header
+        // when their columns line up with it.
+        let width = lines[1].chars().count();
+        for l in &lines[2..] {
+            assert_eq!(l.chars().count(), width, "{l:?} in\n{t}");
+        }
+        assert!(lines[4].starts_with("two\\nlines\\tand a tab "), "{t}");
     }
 
     #[test]
