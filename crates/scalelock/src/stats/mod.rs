@@ -57,7 +57,9 @@
 //!   another rate. Set the rate to 1 to time every hold, e.g. to catch
 //!   every long hold or to test exact histograms.
 //!
-//! A snapshot taken while threads run may lag by the events in flight;
+//! A snapshot taken while threads run may lag by the events in flight (a
+//! thread waiting for a lock is already counted contended, its acquisition
+//! not yet: contended acquisitions can then outnumber acquisitions);
 //! taken after they stop it is exact. [`reset`] zeroes everything; a
 //! snapshot taken while another thread resets sees the counts all before
 //! or all after the reset. An operation in flight at a reset is counted

@@ -48,9 +48,11 @@ pub struct ClassStats {
 pub struct AccessStats {
     /// Acquisitions (for a SeqLock read, reads; for RefreshOnce, calls).
     pub acquisitions: u64,
-    /// Acquisitions that took the slow path (never more than
-    /// `acquisitions`: timed attempts that waited and gave up are in
-    /// `events.timeouts` instead).
+    /// Acquisitions that took the slow path, each counted when it enters
+    /// it. Taken after the threads stop, never more than `acquisitions`
+    /// (timed attempts that waited and gave up are in `events.timeouts`
+    /// instead); taken while they run, it also counts the waiters still
+    /// waiting, whose acquisitions are not counted yet, and may be more.
     pub contended: u64,
     /// Time from entering the slow path to holding the lock (contended
     /// acquisitions only).
@@ -113,7 +115,7 @@ impl WaitEvents {
     }
 }
 
-/// Events only the lock algorithms see, per class. The first eight (the
+/// Events only the lock algorithms see, per class. The first nine (the
 /// slow-path events) are the class's totals over reads and writes; each
 /// access's share is in [`AccessStats::events`].
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
