@@ -248,8 +248,14 @@ impl<P: Platform> QSpinCore<P> {
         let mut backoff = Backoff::new();
         let next = loop {
             // AcqRel, as a newcomer's swap: a newcomer that reads `back`
-            // from the tail writes into that node (its reset precedes our
-            // cmpxchg through the links that made it our predecessor).
+            // from the tail links itself into that node, and the Release
+            // orders our step A (the cmpxchg of `back.next`, which read a
+            // link written after the node's reset) before that link. When
+            // a leaving neighbour made `back` our predecessor (step C), we
+            // learned it by Relaxed accesses, so its reset need not happen
+            // before this cmpxchg: that order on `back.next` (coherence),
+            // the only field the newcomer writes there, is what keeps its
+            // link from being overwritten by the reset.
             if self.tail.load(Ordering::Relaxed) == index.get()
                 && self
                     .tail
