@@ -84,11 +84,16 @@
 //!
 //! # Not supported
 //! - **Locking from a signal handler** that interrupted the same thread
-//!   inside one of these locks: the handler would reuse the thread's queue
-//!   node (`QSpinLock`, `QRwLock`'s queue) or its reader slot and recursion
-//!   record (`PerCpuRwLock`), and corrupt the interrupted wait. (Linux's
-//!   qspinlock has one node per nesting context for this; a kernel platform
-//!   can do the same, see [`platform`].)
+//!   inside one of these locks: the handler can wait for the interrupted
+//!   thread (it holds the lock, or it has joined the queue and not yet
+//!   linked its node, so the holder's hand-off waits for it: both wait
+//!   forever, as Linux requires irqsave locking for this), and it would
+//!   share the thread's reader slot and recursion record (`PerCpuRwLock`)
+//!   and per-thread waiting state, which are not written to be
+//!   signal-safe. (The std queue-node table hands a handler no node while
+//!   the thread's is in use: it waits unqueued. Linux's qspinlock has one
+//!   node per nesting context; a kernel platform can do the same, see
+//!   [`platform`].)
 //! - **Sharing a lock between processes** (`MAP_SHARED` memory): futexes are
 //!   private (`FUTEX_PRIVATE_FLAG`), `membarrier` covers this process only,
 //!   and queue nodes, reader slots and parking buckets live in each

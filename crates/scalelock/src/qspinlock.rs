@@ -294,7 +294,9 @@
 //!
 //! # What is not supported
 //! Locking from a signal handler that interrupted a thread inside this
-//! lock's slow path (the handler would reuse the thread's queue node), and
+//! lock (the handler can wait for the interrupted thread: it holds the
+//! lock, or its hand-off waits for the thread's unlinked node; the std
+//! node table gives the handler no node while the thread's is in use), and
 //! sharing a lock between processes (`MAP_SHARED`: futexes are private,
 //! queue nodes are per process).
 
