@@ -215,28 +215,25 @@ mod tests {
     /// Where the last [`Probe`] used lived.
     static PROBED_AT: AtomicUsize = AtomicUsize::new(0);
 
-    /// A parking_lot mutex that notes its own address whenever it is taken.
-    struct Probe<T>(parking_lot::Mutex<T>);
+    /// A parking_lot mutex that notes its own address whenever it is
+    /// taken, and holds it `HOLD_MS` milliseconds in each section.
+    struct Probe<T, const HOLD_MS: u64 = 0>(parking_lot::Mutex<T>);
 
-    impl<T: Send> Probe<T> {
-        fn note(&self) {
-            PROBED_AT.store(self as *const Self as usize, Ordering::Relaxed);
-        }
-    }
-
-    impl<T: Send> Lockable<T> for Probe<T> {
+    impl<T: Send, const HOLD_MS: u64> Lockable<T> for Probe<T, HOLD_MS> {
         const KIND: Kind = Kind::Mutex;
         const CAPS: Caps = Caps::NONE;
         fn new(value: T) -> Self {
             Probe(parking_lot::Mutex::new(value))
         }
         fn with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-            self.note();
-            self.0.with_write(f)
+            PROBED_AT.store(self as *const Self as usize, Ordering::Relaxed);
+            self.0.with_write(|d| {
+                std::thread::sleep(Duration::from_millis(HOLD_MS));
+                f(d)
+            })
         }
         fn with_read<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-            self.note();
-            self.0.with_read(f)
+            self.with_write(|d| f(d))
         }
         fn try_with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> Option<R> {
             self.0.try_with_write(f)
@@ -276,37 +273,12 @@ mod tests {
         assert_eq!(at % line, 0, "kv workload: lock at {at:#x}");
     }
 
-    /// How long a [`Slow`] section holds its lock.
-    const HOLD: Duration = Duration::from_millis(20);
+    /// How long a [`Slow`] section holds its lock, ms.
+    const SLOW_MS: u64 = 20;
+    const HOLD: Duration = Duration::from_millis(SLOW_MS);
 
-    /// A parking_lot mutex whose every section holds it for [`HOLD`].
-    struct Slow<T>(parking_lot::Mutex<T>);
-
-    impl<T: Send> Lockable<T> for Slow<T> {
-        const KIND: Kind = Kind::Mutex;
-        const CAPS: Caps = Caps::NONE;
-        fn new(value: T) -> Self {
-            Slow(parking_lot::Mutex::new(value))
-        }
-        fn with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-            self.0.with_write(|d| {
-                std::thread::sleep(HOLD);
-                f(d)
-            })
-        }
-        fn with_read<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-            self.with_write(|d| f(d))
-        }
-        fn try_with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> Option<R> {
-            self.0.try_with_write(f)
-        }
-        fn try_with_read<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
-            self.0.try_with_read(f)
-        }
-        fn state(&self) -> String {
-            self.0.state()
-        }
-    }
+    /// A mutex whose every section holds it for [`HOLD`].
+    type Slow<T> = Probe<T, SLOW_MS>;
 
     /// Only operations that ended inside the measured time count: the
     /// sections are serialized and each holds the lock for `HOLD`, so no

@@ -192,16 +192,8 @@ mod tests {
     /// first lock release (see `DECIDE_AT_START`).
     #[test]
     fn decided_at_program_start() {
-        let name = "platform::std_impl::fence::tests::child_finds_the_fences_decided";
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", name, "--ignored", "--test-threads=1"])
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{stdout}");
-        assert!(
-            stdout.contains("1 passed"),
-            "the child ran no test: {stdout}"
+        super::super::run_ignored_test_in_child(
+            "platform::std_impl::fence::tests::child_finds_the_fences_decided",
         );
     }
 }

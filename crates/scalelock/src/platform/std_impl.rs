@@ -236,3 +236,21 @@ fn possible_cpus() -> usize {
     let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
     from_sysfs.unwrap_or(parallelism).max(parallelism)
 }
+
+/// Runs the ignored unit test `name` (its full path) alone in a child
+/// process of this test binary, for tests that need a fresh process (what
+/// happens before `main`, a fork beside other threads), and asserts it
+/// passed.
+#[cfg(test)]
+fn run_ignored_test_in_child(name: &str) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--ignored", "--test-threads=1"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("1 passed"),
+        "the child ran no test: {stdout}"
+    );
+}

@@ -349,17 +349,9 @@ mod tests {
 
     /// Runs the ignored test `name` of this module alone in a child process.
     fn run_child(name: &str) {
-        let name = format!("platform::std_impl::nodes::tests::{name}");
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", &name, "--ignored", "--test-threads=1"])
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{stdout}");
-        assert!(
-            stdout.contains("1 passed"),
-            "the child ran no test: {stdout}"
-        );
+        super::super::run_ignored_test_in_child(&format!(
+            "platform::std_impl::nodes::tests::{name}"
+        ));
     }
 
     /// A process that forks while another thread gives its queue node back
