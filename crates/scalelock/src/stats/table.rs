@@ -11,6 +11,9 @@
 //!   read events: batch-ends 3, parks 12, wakes 12
 //!   write events: queue-max 3, handoffs 1, parks 2, wakes 2, long-holds 1
 //! ```
+//!
+//! `con%` is `-` for an access mode with waits but no acquisition yet (a
+//! live snapshot counts a waiter contended before it acquires).
 
 use core::fmt::{self, Display, Formatter, Write as _};
 use std::borrow::Cow;
@@ -86,12 +89,19 @@ fn row(
     acc: &str,
     a: &AccessStats,
 ) -> fmt::Result {
+    // Waiters are counted contended before they acquire: a live snapshot
+    // can hold waits with no acquisition yet, whose share is no number
+    // (0% would read as "never contended").
+    let con = if a.acquisitions == 0 {
+        String::from("-")
+    } else {
+        std::format!("{:.2}%", a.contention() * 100.0)
+    };
     writeln!(
         f,
-        "{name:<width$} {kind:<12} {acc:<5} {:>12} {:>10} {:>6.2}% {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{name:<width$} {kind:<12} {acc:<5} {:>12} {:>10} {con:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
         a.acquisitions,
         a.contended,
-        a.contention() * 100.0,
         Ns(a.wait.mean_ns()),
         Ns(a.wait.p50_ns),
         Ns(a.wait.p99_ns),
@@ -362,5 +372,39 @@ mod tests {
             lines[5],
             "  write events: queue-max 2, handoffs 1, long-holds 1"
         );
+    }
+
+    #[test]
+    fn a_class_only_waited_on_shows_no_contention_share() {
+        // A live snapshot taken while the first writer still waits: one
+        // contended wait, no acquisition yet.
+        let snap = Snapshot {
+            enabled: true,
+            hold_sample: 1,
+            dropped_events: 0,
+            classes: std::vec![ClassStats {
+                name: "waiting".into(),
+                kind: Some(crate::LockKind::QSpinLock),
+                write: AccessStats {
+                    contended: 1,
+                    ..AccessStats::default()
+                },
+                ..ClassStats::default()
+            }],
+        };
+        let t = std::format!("{snap}");
+        let row = t.lines().find(|l| l.starts_with("waiting")).expect(&t);
+        let cells: std::vec::Vec<&str> = row.split_whitespace().collect();
+        // name, kind, acc, acq, contended, con%, ...
+        assert_eq!(
+            &cells[..6],
+            ["waiting", "QSpinLock", "write", "0", "1", "-"],
+            "{t}"
+        );
+        // The column keeps its width: the heading's `con%` ends where the
+        // cell does.
+        let header = t.lines().find(|l| l.starts_with("class")).expect(&t);
+        let end = |l: &str, w: &str| l.find(w).map(|i| i + w.len());
+        assert_eq!(end(header, "con%"), end(row, " - ").map(|e| e - 1), "{t}");
     }
 }
