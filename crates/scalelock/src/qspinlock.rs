@@ -988,7 +988,11 @@ impl<P: Platform> QSpinCore<P> {
             }
             return true;
         }
-        if !self.release(false) {
+        if self.release(false) {
+            // The word waiter claimed meanwhile and we reserved the lock
+            // for it: a hand-over, which ends our turn.
+            batch::turn_ended::<P>(addr);
+        } else {
             if overran == batch::Overran::YieldAndQueue {
                 batch::handing_off::<P>(addr);
             }

@@ -924,6 +924,84 @@ fn a_turn_taken_on_the_contended_path_starts_its_own_count() {
     .unwrap();
 }
 
+/// A stretch whose last clock read is more than a
+/// batch old is over (`stretch_over` would start a new one at its next
+/// read). A hand-over that ends it (`turn_ended`: the thread came back
+/// after a long pause, re-took the lock on the fast path, and its release
+/// found a word waiter that claimed) must not fold it into the quota: its
+/// releases over a time that spans the pause are not a turn's pace.
+#[test]
+fn a_stale_stretch_folds_nothing_into_the_quota() {
+    std::thread::spawn(|| {
+        let lock: QSpinCore<StretchClock> = QSpinCore::new();
+        let pace = 100;
+        let q = TUNING.batch_ns / pace;
+        for _ in 0..3 {
+            quota::set_for_test(lock.addr(), q);
+            STRETCH_CLOCK.with(|c| c.set(c.get() + 4 * TUNING.batch_ns));
+            // Half a turn while the word waiter sleeps; the turn then ends
+            // by others' doing (the waiter takes the lock after a plain
+            // release), and this thread works elsewhere for 50 batches.
+            let (handed, _) = releases_with_sleeping_waiter(&lock, pace, q / 2);
+            assert_eq!(handed, None);
+            STRETCH_CLOCK.with(|c| c.set(c.get() + 50 * TUNING.batch_ns));
+            // It comes back, takes the free lock on the fast path, and its
+            // release hands over to a word waiter that has claimed it.
+            release_to_claiming_waiter(&lock, pace);
+            let got = quota::of(lock.addr());
+            // (0: a parallel test's lock took the slot meanwhile; again.)
+            if got != 0 {
+                quota::set_for_test(lock.addr(), 0);
+                assert_eq!(got, q, "a stale stretch was folded into the quota");
+                return;
+            }
+        }
+        panic!("no quota in three tries");
+    })
+    .join()
+    .unwrap();
+}
+
+/// A release whose clock read says "yield" (the stretch is past
+/// the batch) but whose `release` finds that the word waiter claimed the
+/// lock meanwhile reserves it for the waiter: a hand-over like the one of
+/// a release that saw the claim, which ends the turn (`turn_ended`) and
+/// folds its pace into the quota (it folded nothing).
+#[test]
+fn a_hand_over_by_an_overrun_release_folds_the_turn() {
+    std::thread::spawn(|| {
+        let lock: QSpinCore<StretchClock> = QSpinCore::new();
+        let pace = 1_000;
+        for _ in 0..3 {
+            quota::set_for_test(lock.addr(), 0);
+            STRETCH_CLOCK.with(|c| c.set(c.get() + 4 * TUNING.batch_ns));
+            // A stretch up to just short of the overrun yield.
+            let n = (TUNING.batch_ns + TUNING.qs_overrun_yield_ns) / pace - 1;
+            let (handed, yields) = releases_with_sleeping_waiter(&lock, pace, n);
+            assert_eq!((handed, yields), (None, 0));
+            // The next release reads the clock (due, with the flags it
+            // loaded: a sleeping waiter), which says yield; the waiter
+            // claims before the release's RMW.
+            assert!(lock.try_lock_fast());
+            STRETCH_CLOCK.with(|c| c.set(c.get() + 100_000));
+            lock.flags.store(PENDING | HANDOFF, Ordering::Relaxed);
+            assert!(lock.release_with_waiter(PENDING));
+            assert_eq!(lock.locked.load(Ordering::Relaxed), RESERVED);
+            lock.locked.store(FREE, Ordering::Relaxed);
+            lock.flags.store(0, Ordering::Relaxed);
+            let _ = batch::just_handed_off::<StretchClock>(lock.addr());
+            let got = quota::of(lock.addr());
+            quota::set_for_test(lock.addr(), 0);
+            if got != 0 {
+                return;
+            }
+        }
+        panic!("the turn handed over was not folded (three tries)");
+    })
+    .join()
+    .unwrap();
+}
+
 std::thread_local! {
     /// A step of a thread running on another CPU, which it takes at this
     /// thread's next relax (it is in the middle of the lock's protocol).

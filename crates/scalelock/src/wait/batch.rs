@@ -466,7 +466,14 @@ pub(crate) fn turn_ended<P: Platform>(lock: usize) {
         // The next stretch starts at the next release that finds a word
         // waiter asleep, counted from there.
         s.countdown.set(0);
-        quota::fold(lock, releases, P::now_ns().wrapping_sub(s.start_ns.get()));
+        let now = P::now_ns();
+        // A stretch whose last clock read is more than a batch old is over
+        // (as `stretch_over` would find): the thread waited or worked
+        // elsewhere since, and its count over that time is no turn's pace.
+        if now.wrapping_sub(s.last_ns.get()) > TUNING.batch_ns {
+            return;
+        }
+        quota::fold(lock, releases, now.wrapping_sub(s.start_ns.get()));
     });
 }
 
@@ -480,7 +487,10 @@ pub(crate) fn turn_ended<P: Platform>(lock: usize) {
 /// its claim, a steal, another holder's hand-over) left its count and
 /// clock to the thread's next turn if that began within `batch_ns` of the
 /// last clock read, which then handed over or yielded after a fraction of
-/// its share.
+/// its share. Only a contended take can tell: a thread whose next turn
+/// begins with a free lock on the fast path, within `batch_ns` of its last
+/// clock read, still carries its count into it (it cannot see that
+/// others' turns came between without more shared state).
 #[inline]
 pub(crate) fn stretch_restarts<P: Platform>(lock: usize) {
     let _ = P::with_local(|l| {
