@@ -511,10 +511,21 @@ pub(crate) fn handing_off<P: Platform>(lock: usize) {
 }
 
 /// Whether the calling thread's last release of `lock` handed it over
-/// (consumes the record).
+/// (consumes the record if it names `lock`; a hand-over of another lock
+/// stays noted for that lock's next contended take).
 #[inline]
 pub(crate) fn just_handed_off<P: Platform>(lock: usize) -> bool {
-    P::with_local(|l| l.handed_off.lock.replace(0) == lock).unwrap_or(false)
+    P::with_local(|l| {
+        // Only `lock`'s own note: a contended take of another lock in
+        // between must not consume it.
+        let note = &l.handed_off.lock;
+        let mine = note.get() == lock;
+        if mine {
+            note.set(0);
+        }
+        mine
+    })
+    .unwrap_or(false)
 }
 
 /// Records how the calling thread's contended acquisition of `lock` went:
@@ -706,6 +717,22 @@ mod tests {
             record_contended_take::<P>(B, true);
             assert!(!took_in_spin::<P>(A));
             assert!(took_in_spin::<P>(B));
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// The note of a hand-over of A is for A's next `lock`; a
+    /// contended `lock` of another lock in between does not take it.
+    #[cfg(feature = "std")]
+    #[test]
+    fn a_hand_over_note_survives_a_contended_take_of_another_lock() {
+        use crate::platform::StdPlatform as P;
+        std::thread::spawn(|| {
+            handing_off::<P>(A);
+            assert!(!just_handed_off::<P>(B));
+            assert!(just_handed_off::<P>(A), "A's note went with B's lock");
+            assert!(!just_handed_off::<P>(A), "consumed");
         })
         .join()
         .unwrap();
