@@ -934,6 +934,11 @@ impl<P: Platform> QRwCore<P> {
                             .compare_exchange(v, W_LOCKED, Ordering::Acquire, Ordering::Relaxed)
                             .is_ok()
                     {
+                        // Our turn is gone: a later claim, numbered from
+                        // 0, gets our number again; forget it.
+                        if t == Turn::Ours {
+                            batch::turn_ends::<P>(self.addr());
+                        }
                         return true;
                     }
                     if t == Turn::Ours { turn } else { 0 }
@@ -2213,6 +2218,47 @@ mod tests {
         // SAFETY: `w` came from `lock_exclusive` above.
         unsafe { raw.unlock_exclusive(w) };
         assert_eq!(word(&raw), 0);
+    }
+
+    /// A turn ended by its holder's write, nobody waiting (`TURN` back to
+    /// 0), left the holder's record behind; the next claim, numbered from
+    /// an empty `TURN`, is turn 1 again, and the old holder, whose record
+    /// still named turn 1 of this lock, wrote past the new claimant's turn
+    /// while a waiter waited. (Not covered: a turn ended by another
+    /// thread's write or an upgrade, or a number come round after three
+    /// claims; those records last until the holder's next clock read.)
+    #[test]
+    fn an_ended_turn_is_not_its_old_holders_when_its_number_comes_back() {
+        let raw: QRwCore = QRwCore::new();
+        let (ended_tx, ended_rx) = std::sync::mpsc::channel();
+        let (claimed_tx, claimed_rx) = std::sync::mpsc::channel::<()>();
+        thread::scope(|s| {
+            let raw = &raw;
+            s.spawn(move || {
+                // We claimed turn 1; nobody waits, so our write ends it.
+                raw.cnts.store(TURN_ONE, Ordering::Relaxed);
+                batch::claim_turn::<P>(raw.addr(), TURN_ONE);
+                assert!(write_within(raw, 20));
+                assert_eq!(word(raw), 0, "our write ended the turn");
+                ended_tx.send(()).unwrap();
+                claimed_rx.recv().unwrap();
+                // Another thread's turn, and a waiter: we must queue.
+                assert!(
+                    !write_within(raw, 20),
+                    "the old turn's holder wrote past another thread's turn 1"
+                );
+            });
+            ended_rx.recv().unwrap();
+            // Another thread claims: its turn is numbered from the empty
+            // `TURN`, 1 again; then someone waits for the queue lock.
+            assert_eq!(next_turn(word(raw)), TURN_ONE);
+            raw.cnts.store(next_turn(word(raw)), Ordering::Relaxed);
+            batch::claim_turn::<P>(raw.addr(), TURN_ONE);
+            raw.wait_lock.lock(Events::NONE);
+            claimed_tx.send(()).unwrap();
+        });
+        raw.wait_lock.release(false);
+        assert_eq!(word(&raw), TURN_ONE);
     }
 
     #[test]

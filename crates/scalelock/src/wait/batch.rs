@@ -195,6 +195,18 @@ pub(crate) fn claim_turn<P: Platform>(lock: usize, turn: u32) {
     });
 }
 
+/// The calling thread's write ended its turn on the lock at `lock` (it
+/// cleared `TURN`: nobody waited): forgets the record, so that a later
+/// claim whose number comes round to the same one is not taken for ours.
+#[inline]
+pub(crate) fn turn_ends<P: Platform>(lock: usize) {
+    let _ = P::with_local(|l| {
+        if l.claimed_turn.lock.get() == lock {
+            l.claimed_turn.lock.set(0);
+        }
+    });
+}
+
 /// Whose turn `turn` of the lock at `lock` is, asked by a writer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Turn {
