@@ -20,6 +20,8 @@
 //!   count the re-acquisition and lockdep's held stack stays right. If the
 //!   re-lock panics (a lockdep report, which panics by default) the process
 //!   aborts, as lock_api requires of a wait that cannot restore the lock.
+//!   If the unlock's long-hold hook panics, the wait ends at once: the
+//!   mutex is re-locked and the panic then comes out of `wait`.
 //!
 //! # Why a wake chain, not a requeue
 //! parking_lot's `Condvar::notify_all` wakes one waiter and *requeues* the
@@ -203,6 +205,38 @@ impl Drop for AbortOnUnwind {
     }
 }
 
+/// Unlocks `mutex` for a wait. With statistics, a panic of the release's
+/// long-hold hook is caught and returned, to be resumed once the mutex is
+/// re-locked (unwinding with the mutex unlocked would abort).
+///
+/// # Safety
+/// As `RawQSpinLock::unlock`.
+#[cfg(feature = "stats")]
+unsafe fn unlock_catching_hook_panic<P: Platform>(
+    mutex: &RawQSpinLock<P>,
+    held: Held,
+) -> Option<std::boxed::Box<dyn core::any::Any + Send>> {
+    // SAFETY: our contract.
+    std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| unsafe {
+        mutex.unlock(held)
+    }))
+    .err()
+}
+
+/// Without statistics no hook of the release can panic.
+///
+/// # Safety
+/// As `RawQSpinLock::unlock`.
+#[cfg(not(feature = "stats"))]
+unsafe fn unlock_catching_hook_panic<P: Platform>(
+    mutex: &RawQSpinLock<P>,
+    held: Held,
+) -> Option<()> {
+    // SAFETY: our contract.
+    unsafe { mutex.unlock(held) };
+    None
+}
+
 /// A condition variable for [`RawQSpinLock`]; see the module documentation.
 ///
 /// 32 bytes on 64-bit targets: a 4-byte lock for its waiter list, the list's
@@ -278,8 +312,11 @@ impl<P: Platform> RawQCondvar<P> {
         // contract); `guard` holds `Held::NONE` until the re-lock below, and
         // nothing between here and there unwinds (`unwinding` aborts if it
         // does).
-        unsafe { mutex.unlock(held) };
-        let timed_out = self.sleep(&me, deadline_ns);
+        let hook_panic = unsafe { unlock_catching_hook_panic(mutex, held) };
+        // A panic of the unlock's hooks (a long-hold hook's) cuts the wait
+        // short: leave the list (unless chosen), re-lock, then unwind, as
+        // lock_api requires of a wait that panics after unlocking.
+        let timed_out = self.sleep(&me, if hook_panic.is_some() { 0 } else { deadline_ns });
         *guard = mutex.lock();
         core::mem::forget(unwinding);
 
@@ -293,6 +330,10 @@ impl<P: Platform> RawQCondvar<P> {
                 // signal before it leaves (invariant 2).
                 unsafe { Self::signal(next) };
             }
+        }
+        #[cfg(feature = "stats")]
+        if let Some(payload) = hook_panic {
+            std::panic::resume_unwind(payload);
         }
         timed_out
     }
@@ -459,8 +500,9 @@ impl<P: Platform> core::fmt::Debug for RawQCondvar<P> {
 // notify ordered after the unlock sees it (module docs, "Why no
 // notification is lost"); it re-locks the mutex before it returns and
 // stores the new acquisition's state in `guard`; it panics only before
-// unlocking (two mutexes), and aborts if anything unwinds between unlock
-// and re-lock. No waiter record is referred to after its owner returns
+// unlocking (two mutexes) or after re-locking (a long-hold hook's panic
+// out of the unlock, held until then), and aborts if anything unwinds
+// between unlock and re-lock. No waiter record is referred to after its owner returns
 // (invariant 2).
 unsafe impl<P: Platform> RawCondvar for RawQCondvar<P> {
     #[allow(clippy::declare_interior_mutable_const)]
