@@ -79,4 +79,30 @@ fn handler_gets_structured_reports() {
     }
     assert!(REPORTS.lock().unwrap().is_empty());
     lockdep::set_report_handler(None);
+
+    an_upgrade_whose_report_handler_panics_leaves_nothing_held();
+}
+
+fn panicking_handler(r: &Report) {
+    panic!("lockdep report: {r}");
+}
+
+/// A report handler that panics (a test's `assert!` in it) during an
+/// upgrade: the upgradable read is given back and its entry leaves the
+/// held stack, as without a handler (the read stayed held for ever).
+fn an_upgrade_whose_report_handler_panics_leaves_nothing_held() {
+    use scalelock::{QRwLock, QRwLockUpgradableReadGuard, RawQRwLock};
+    static C: LockClass = LockClass::new("cb-upgrade-handler-panic");
+    static L: QRwLock<u32> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&C)), 0);
+    lockdep::set_report_handler(Some(panicking_handler));
+    let r = std::panic::catch_unwind(|| {
+        let u = L.upgradable_read();
+        let _r = L.read();
+        // Upgrading while we read: reported (recursion); the handler panics.
+        let _w = QRwLockUpgradableReadGuard::upgrade(u);
+    });
+    lockdep::set_report_handler(None);
+    assert!(r.is_err(), "the handler's panic comes out");
+    assert_eq!(lockdep::held_count(), 0, "a stale entry on the held stack");
+    assert!(L.try_write().is_some(), "the upgradable read stayed held");
 }

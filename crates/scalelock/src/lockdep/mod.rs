@@ -123,13 +123,30 @@ fn report(r: &Report) {
     report_or(r, || {});
 }
 
-/// Reports `r` to the handler, or runs `before_panic` and panics.
+/// Reports `r` to the handler, or runs `before_panic` and panics. A
+/// handler that panics gets `before_panic` run as its panic unwinds: the
+/// unwind must leave nothing held either way.
 fn report_or(r: &Report, before_panic: impl FnOnce()) {
+    struct OnUnwind<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for OnUnwind<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
     let handler = *HANDLER.read().unwrap_or_else(PoisonError::into_inner);
+    let mut on_unwind = OnUnwind(Some(before_panic));
     match handler {
-        Some(h) => h(r),
+        Some(h) => {
+            h(r);
+            // Returned: the acquisition goes ahead.
+            on_unwind.0 = None;
+        }
         None => {
-            before_panic();
+            if let Some(f) = on_unwind.0.take() {
+                f();
+            }
             panic!("{r}")
         }
     }
@@ -437,15 +454,24 @@ pub(crate) fn upgrading(class: u32, instance: usize, give_up: impl FnOnce()) {
         let found = recursion(t, id, instance, Access::Write, Some(u))
             .or_else(|| dependencies(t, id, instance, Access::Write, UPGRADE));
         t.held[u].access = Access::Write;
-        found.map(|r| (r, u))
+        found
     })
     .flatten();
-    if let Some((r, u)) = found {
+    if let Some(r) = found {
         report_or(&r, || {
             give_up();
-            // The entry itself (another of the same lock, a read, may be
-            // above it). Nothing changed the stack since it was found.
-            with_thread(|t| t.held.remove(u));
+            // The entry itself, now the lock's only write (another of the
+            // same lock, a read, may be above it). Looked up again: a
+            // report handler that panics may have changed the stack.
+            with_thread(|t| {
+                if let Some(u) = t
+                    .held
+                    .iter()
+                    .rposition(|h| h.is(class, instance) && h.access == Access::Write)
+                {
+                    t.held.remove(u);
+                }
+            });
         });
     }
 }
