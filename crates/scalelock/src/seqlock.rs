@@ -315,10 +315,14 @@ impl<T: NoUninit, P: Platform> SeqLock<T, P> {
         self.lock.class
     }
 
-    /// The lock's address, which names it to lockdep.
+    /// The writer lock's address, which names the seqlock to lockdep: the
+    /// same instance as an acquisition of `raw_lock()` (the seqlock's own
+    /// address differs from it wherever the layout does not put `lock`
+    /// first, and lockdep then missed a thread taking `raw_lock()` under
+    /// its own write guard).
     #[inline]
     fn addr(&self) -> usize {
-        self as *const Self as usize
+        &self.lock as *const RawQSpinLock<P> as usize
     }
 
     /// One read attempt: the value, unless a write overlapped.

@@ -167,3 +167,33 @@ fn write_guards_released_on_another_thread_stay_on_the_takers_stack() {
         "the taker's stack keeps them"
     );
 }
+
+/// `SeqLock::raw_lock()` is the writer lock, in the seqlock's class; taking
+/// it under this thread's own write guard is the same self-deadlock as a
+/// second `lock()`, reported whatever the layout (lockdep named the seqlock
+/// by its own address, which differs from the writer lock's unless `lock`
+/// comes first, and saw "another instance").
+#[test]
+fn taking_a_seqlocks_writer_lock_under_its_write_guard_is_reported() {
+    use lock_api::RawMutex;
+    use std::time::{Duration, Instant};
+    static C: LockClass = LockClass::new("seqlock-raw-lock");
+    // `[u128; 2]`: the layout puts `lock` at offset 40 here (at 0 for a
+    // `u64`, where the two addresses happen to agree).
+    static S: SeqLock<[u128; 2]> = SeqLock::with_class([0; 2], ClassRef::of(&C));
+    let t = std::thread::spawn(|| {
+        let _g = S.lock();
+        // Deadlocks unless lockdep reports (panics) first.
+        let held = S.raw_lock().lock();
+        let _ = held;
+    });
+    let start = Instant::now();
+    while !t.is_finished() {
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "self-deadlock on the seqlock's writer lock, not reported"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(t.join().is_err(), "lockdep reported the recursion");
+}
