@@ -95,10 +95,14 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// by the deadline (computed once, when first needed).
     fn write_timed(&self, deadline: impl FnOnce() -> Deadline) -> Option<PerCpuWriteToken> {
         let mut p = self.start_timed(Access::Write);
+        let mut waited = false;
         let lazy = LazyDeadline::new(deadline);
         let locked = if hook::COMPILED {
             self.inner.lock_exclusive_until(
-                || p.contended(),
+                || {
+                    waited = true;
+                    p.contended();
+                },
                 || lazy.get(),
                 self.events(Access::Write),
             )
@@ -119,6 +123,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                 // The bias is back as it was; the underlying write goes.
                 // SAFETY: we took the underlying write lock above.
                 unsafe { self.inner.unlock_exclusive(GuardSend::new()) };
+                // It waited (for the fast readers) even if the underlying
+                // lock was free: a timeout, as `start_timed` documents.
+                if !waited {
+                    p.contended();
+                }
                 p.timed_out();
                 None
             }
