@@ -670,6 +670,18 @@ impl Pending {
 }
 
 impl Pending {
+    /// `ev` if statistics follow this acquisition, else `Events::NONE`:
+    /// an acquisition begun switched off counts no slow-path events.
+    #[inline]
+    pub(crate) fn events(&self, ev: crate::events::Events) -> crate::events::Events {
+        #[cfg(feature = "stats")]
+        if self.active & active::STATS != 0 {
+            return ev;
+        }
+        let _ = ev;
+        crate::events::Events::NONE
+    }
+
     /// The fast path failed: the acquisition is contended. Starts the wait
     /// clock. Call it at most once.
     #[inline]
@@ -992,7 +1004,9 @@ fn record_revocation(class: ClassRef, kind: LockKind, cost_ns: u64, heavy: bool)
 
 /// A clock for hooks that time something themselves (a revocation): the
 /// statistics clock in nanoseconds when statistics are on, else 0 (and no
-/// clock read).
+/// clock read). A start of 0 means "not timed": statistics may have been
+/// switched on since, and `clock_ns() - 0` is the clock's whole age, not a
+/// cost; report nothing for it.
 #[inline]
 pub fn clock_ns() -> u64 {
     #[cfg(feature = "stats")]

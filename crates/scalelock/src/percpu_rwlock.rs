@@ -1412,6 +1412,11 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     /// record with statistics off).
     #[inline]
     fn count_revocation(&self, old: u64, start: u64) {
+        // Begun with statistics off (no clock read): not timed, not counted
+        // (`clock_ns() - 0` would be the whole statistics clock).
+        if start == 0 {
+            return;
+        }
         let ns = hook::clock_ns().saturating_sub(start);
         if old & SYM == 0 {
             hook::heavy_revocation(self.class, LockKind::PerCpuRwLock, ns);
@@ -2042,12 +2047,11 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawPerCpuRwLock<P> {
     fn lock_upgradable(&self) -> Held {
         self.ensure_id();
         let mut p = self.start(Access::Upgradable);
+        let ev = p.events(self.events(Access::Write));
         if hook::COMPILED {
-            self.inner
-                .lock_upgradable_hooked(|| p.contended(), self.events(Access::Write));
+            self.inner.lock_upgradable_hooked(|| p.contended(), ev);
         } else {
-            self.inner
-                .lock_upgradable_hooked(|| {}, self.events(Access::Write));
+            self.inner.lock_upgradable_hooked(|| {}, ev);
         }
         p.acquired()
     }

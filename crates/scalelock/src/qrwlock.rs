@@ -1574,14 +1574,13 @@ unsafe impl<P: Platform> RawRwLockUpgrade for RawQRwLock<P> {
 
     fn lock_upgradable(&self) -> Held {
         let mut p = self.start(Access::Upgradable);
+        let ev = p.events(self.events(Access::Write));
         // Without the hooks, the core's own (empty) callback: the same code
         // as the core's, no reference to `p` passed into the slow path.
         if hook::COMPILED {
-            self.core
-                .lock_upgradable_hooked(|| p.contended(), self.events(Access::Write));
+            self.core.lock_upgradable_hooked(|| p.contended(), ev);
         } else {
-            self.core
-                .lock_upgradable_hooked(|| {}, self.events(Access::Write));
+            self.core.lock_upgradable_hooked(|| {}, ev);
         }
         p.acquired()
     }

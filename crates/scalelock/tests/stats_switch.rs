@@ -159,4 +159,96 @@ fn switch_reset_and_long_holds() {
     assert!(json.contains("\"name\":\"switch\""), "{json}");
     let back: stats::Snapshot = serde_json::from_str(&json).unwrap();
     assert_eq!(back, snap);
+
+    an_upgradable_read_begun_switched_off_counts_no_events();
+    a_revocation_begun_switched_off_records_no_cost();
+}
+
+/// Statistics switched on while an upgradable read waits (it began
+/// switched off): its wait's events are not counted either (its parks and
+/// wakes were, for an acquisition never counted).
+fn an_upgradable_read_begun_switched_off_counts_no_events() {
+    use std::thread;
+    static C: LockClass = LockClass::new("switch-upgradable-begun-off");
+    static L: QRwLock<u32> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&C)), 0);
+    stats::disable();
+    let w = L.write();
+    let waiter = thread::spawn(|| {
+        let u = L.upgradable_read();
+        assert_eq!(*u, 1);
+    });
+    // The upgradable reader spins, then parks on the word.
+    thread::sleep(Duration::from_millis(200));
+    stats::enable();
+    let mut w = w;
+    *w = 1;
+    drop(w);
+    waiter.join().unwrap();
+    let snap = stats::snapshot();
+    if let Some(c) = snap.class("switch-upgradable-begun-off") {
+        assert_eq!(c.write.acquisitions, 0);
+        assert_eq!(
+            (
+                c.write.events.parks,
+                c.write.events.wakes,
+                c.write.events.spurious_wakes
+            ),
+            (0, 0, 0),
+            "events of an acquisition begun switched off: {:?}",
+            c.write.events
+        );
+    }
+}
+
+/// A PerCpuRwLock revocation that began switched off (no clock read) and
+/// ended switched on: no cost recorded (it recorded the statistics clock's
+/// whole age as its cost).
+fn a_revocation_begun_switched_off_records_no_cost() {
+    use scalelock::{PerCpuRwLock, RawPerCpuRwLock, hook};
+    use std::sync::mpsc;
+    use std::thread;
+    static C: LockClass = LockClass::new("switch-revocation-begun-off");
+    static L: PerCpuRwLock<u64> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&C)), 0);
+    // Start the statistics clock, let it run, switch statistics off.
+    stats::enable();
+    assert_ne!(hook::clock_ns(), 0);
+    thread::sleep(Duration::from_millis(500));
+    stats::disable();
+
+    // A reader holds a fast read; a writer revokes and waits for it.
+    let (held_tx, held_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let reader = thread::spawn(move || {
+        for _ in 0..4 {
+            let _ = *L.read();
+        }
+        let g = L.read();
+        held_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        drop(g);
+    });
+    held_rx.recv().unwrap();
+    let writer = thread::spawn(|| *L.write() += 1);
+    while !L.is_locked_exclusive() {
+        thread::yield_now();
+    }
+    // The writer is past its revocation's start, waiting for the slot.
+    thread::sleep(Duration::from_millis(50));
+    stats::enable();
+    thread::sleep(Duration::from_millis(10));
+    go_tx.send(()).unwrap();
+    reader.join().unwrap();
+    writer.join().unwrap();
+
+    let snap = stats::snapshot();
+    let Some(c) = snap.class("switch-revocation-begun-off") else {
+        return; // nothing recorded: right
+    };
+    let r = &c.events.revocations;
+    assert!(
+        r.max_ns < 300_000_000,
+        "a ~60 ms revocation recorded as {} ms",
+        r.max_ns / 1_000_000
+    );
 }

@@ -168,12 +168,11 @@ impl<P: Platform> RawQRwLock<P> {
     #[inline]
     fn read_timed(&self, deadline: impl FnOnce() -> Deadline) -> Option<Held> {
         let mut p = self.start_timed(Access::Read);
+        let ev = p.events(self.events(Access::Read));
         let acquired = if hook::COMPILED {
-            self.core
-                .lock_shared_until(|| p.contended(), deadline, self.events(Access::Read))
+            self.core.lock_shared_until(|| p.contended(), deadline, ev)
         } else {
-            self.core
-                .lock_shared_until(|| {}, deadline, self.events(Access::Read))
+            self.core.lock_shared_until(|| {}, deadline, ev)
         };
         timed_end(p, acquired)
     }
@@ -182,12 +181,12 @@ impl<P: Platform> RawQRwLock<P> {
     #[inline]
     fn write_timed(&self, deadline: impl FnOnce() -> Deadline) -> Option<Held> {
         let mut p = self.start_timed(Access::Write);
+        let ev = p.events(self.events(Access::Write));
         let acquired = if hook::COMPILED {
             self.core
-                .lock_exclusive_until(|| p.contended(), deadline, self.events(Access::Write))
+                .lock_exclusive_until(|| p.contended(), deadline, ev)
         } else {
-            self.core
-                .lock_exclusive_until(|| {}, deadline, self.events(Access::Write))
+            self.core.lock_exclusive_until(|| {}, deadline, ev)
         };
         timed_end(p, acquired)
     }
@@ -195,9 +194,10 @@ impl<P: Platform> RawQRwLock<P> {
     /// As `read_timed`, for an upgradable read.
     fn upgradable_timed(&self, deadline: Deadline) -> Option<Held> {
         let mut p = self.start_timed(Access::Upgradable);
-        let acquired =
-            self.core
-                .lock_upgradable_until(|| p.contended(), deadline, self.events(Access::Write));
+        let ev = p.events(self.events(Access::Write));
+        let acquired = self
+            .core
+            .lock_upgradable_until(|| p.contended(), deadline, ev);
         timed_end(p, acquired)
     }
 }
