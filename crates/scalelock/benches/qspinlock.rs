@@ -2,14 +2,14 @@
 //! FairMutex) and spin (Mutex, TicketMutex).
 //!
 //! Every round runs each lock once per thread count, in alternating order, for
-//! `RUNTIME`; the report gives the median over rounds of throughput, the ratio
+//! `RUNTIME_MS` (500 ms); the report gives the median over rounds of throughput, the ratio
 //! to parking_lot's Mutex *within the same round*, and per-thread min/max op
 //! counts. Run: `cargo bench -p scalelock --bench qspinlock` (env
 //! `ROUNDS`, `RUNTIME_MS`, `THREADS=1,2,16` override the defaults).
 //!
 //! The last row of each thread count, `unlocked`, runs the same loop on a
 //! thread-private value with no lock at all: its min/max is the fairness
-//! the OS scheduler itself gives that many busy threads over `RUNTIME`,
+//! the OS scheduler itself gives that many busy threads over the runtime,
 //! the ceiling for a lock that lets a running thread keep going (with
 //! more threads than CPUs, a thread's operations follow its CPU time). Its
 //! throughput is not a lock's, so it has no ratio.

@@ -6,10 +6,10 @@
 //! | --- | --- |
 //! | [`QSpinLock`] | a 4-byte mutex: uncontended cost of a spinlock, FIFO queueing under contention, parks instead of burning a CPU when a waiter or holder is preempted |
 //! | [`QRwLock`] | an 8-byte reader-writer lock: one atomic per read or write when uncontended, readers never block each other while no writer waits, contended readers and writers queue in arrival order (writers never starve) |
-//! | [`PerCpuRwLock`] | read-mostly data read by many threads at once: a read writes only the reading thread's own cache line (no shared atomic); a write revokes that bias with a membarrier and a scan of the reader slots. The lock picks its read mode from the writes it sees: biased (rare writes), symmetric (readers pay a full fence so writers need no membarrier, when the reads between writes pay for a plain revocation but not for a membarrier) or inhibited (few reads per write: reads take the underlying `QRwLock` for a window sized from the revocation cost, after BRAVO); 16 bytes plus a [`ReaderTable`] shared by a class of locks |
-//! | [`SeqLock`] | a small `Copy` value read far more often than written: readers write nothing shared and retry if a write overlapped; no data race in the Rust memory model |
+//! | [`PerCpuRwLock`] | read-mostly data read by many threads at once: a read writes only the reading thread's own cache line (no shared atomic); a write revokes that bias with a membarrier and a scan of the reader slots. The lock picks its read mode from the writes it sees: biased (rare writes), symmetric (readers pay a full fence so writers need no membarrier, when the reads between writes pay for a plain revocation but not for a membarrier) or inhibited (few reads per write: reads take the underlying `QRwLock` for a window sized from the revocation cost, after BRAVO); 16 bytes plus a [`ReaderTable`] shared by every lock on that table (by default one process-wide table, whatever the lock class; [`PerCpuRwLockExt::with_table`] for another) |
+//! | [`SeqLock`] | a small value without padding ([`NoUninit`]: primitive scalars, arrays of them, or a `#[repr(C)]` type you vouch for) read far more often than written: readers write nothing shared and retry if a write overlapped; no data race in the Rust memory model |
 //! | [`ReentrantMutex`] | a mutex the holding thread may lock again (callbacks that re-enter, layered code taking the same lock): a [`QSpinLock`] plus an owner and a count; needs `std` |
-//! | [`RefreshOnce`] | a value many threads want recomputed (a clock, a cache): one recomputes while the others wait and share its result; every caller gets a result computed after it arrived and waits for at most one update beyond the one in progress (one more after an update whose closure panicked) |
+//! | [`RefreshOnce`] | a value many threads want recomputed (a clock, a cache; [`NoUninit`], as for [`SeqLock`]): one recomputes while the others wait and share its result; every caller gets a result computed after it arrived and waits for at most one update beyond the one in progress (one more after an update whose closure panicked) |
 //!
 //! The mutexes and rwlocks implement the [`lock_api`] 0.5 raw traits, so
 //! they come with the usual `Mutex`/`RwLock` guards ([`SeqLock`] and
@@ -25,7 +25,9 @@
 //! a platform with a clock ([`platform::TimedPlatform`]; `StdPlatform` takes
 //! `std::time::Instant`). A waiter that times out leaves no trace in the
 //! lock (for `QSpinLock`: it leaves the MCS queue, after Linux's `osq_lock`
-//! unqueue).
+//! unqueue), with one exception: a `try_upgrade_for` that gives up still
+//! holds the upgradable read, and readers that queued behind it wait until
+//! that upgradable read ends (see [`RawQRwLock`]).
 //!
 //! # Coming from parking_lot
 //! The types are lock_api's, as parking_lot's are, so code moves over by
@@ -121,7 +123,12 @@
 //! Locks belong to [lock classes](LockClass) (Linux's idea): a `static`
 //! class, the construction site, or by default their type. Two optional
 //! features build on them, both needing `std` and costing nothing when
-//! off (no code, no bytes; see [`hook`] for the cost when on):
+//! left out of the build (no code, no bytes; see [`hook`] for the cost when
+//! compiled in). Compiled in, every lock carries its class (16 bytes: a
+//! `QSpinLock` or `QRwLock` is 24 bytes, a `PerCpuRwLock` 32) and its guards
+//! the hooks' state; statistics start switched off (`stats::enable`),
+//! lockdep starts switched on (`lockdep::set_enabled`), and a lockdep report
+//! panics unless `lockdep::set_report_handler` installs a handler:
 //! - `stats`: lockstat per class, wait and hold times, what the algorithms
 //!   saw, a `/proc/lock_stat`-style table and an advisor that says which
 //!   lock a class should be (`stats` module). Every lock reports through
