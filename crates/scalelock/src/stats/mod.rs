@@ -108,7 +108,13 @@ pub const DEFAULT_HOLD_SAMPLE: u32 = 257;
 static HOLD_SAMPLE: AtomicU32 = AtomicU32::new(DEFAULT_HOLD_SAMPLE);
 /// Holds at least this long (ns) are long; `u64::MAX`: none.
 static LONG_HOLD_NS: AtomicU64 = AtomicU64::new(u64::MAX);
-static LONG_HOLD_HOOK: RwLock<Option<fn(&LongHold)>> = RwLock::new(None);
+/// The hook and the threshold it was given, together: a release that read
+/// the old `LONG_HOLD_NS` while a new hook was set calls the new hook only
+/// for holds at its own threshold.
+static LONG_HOLD_HOOK: RwLock<(Option<LongHoldHook>, u64)> = RwLock::new((None, u64::MAX));
+
+/// A long-hold hook, as [`set_long_hold_hook`] takes it.
+type LongHoldHook = fn(&LongHold);
 
 /// Starts collecting statistics (process-wide).
 pub fn enable() {
@@ -214,7 +220,7 @@ impl core::fmt::Display for LongHold {
 pub fn set_long_hold_hook(threshold_ns: u64, hook: Option<fn(&LongHold)>) {
     *LONG_HOLD_HOOK
         .write()
-        .unwrap_or_else(PoisonError::into_inner) = hook;
+        .unwrap_or_else(PoisonError::into_inner) = (hook, threshold_ns);
     LONG_HOLD_NS.store(threshold_ns, Ordering::Relaxed);
 }
 
@@ -225,10 +231,12 @@ pub(crate) fn long_hold_threshold() -> u64 {
 
 #[cold]
 pub(crate) fn report_long_hold(class: u32, access: Access, hold_ns: u64) {
-    let hook = *LONG_HOLD_HOOK
+    let (hook, threshold) = *LONG_HOLD_HOOK
         .read()
         .unwrap_or_else(PoisonError::into_inner);
-    if let Some(hook) = hook {
+    // The caller judged the hold by the threshold it read; a hook set since
+    // sees only holds at the threshold it was given.
+    if let Some(hook) = hook.filter(|_| hold_ns >= threshold) {
         let info = registry::info(class);
         let long = LongHold {
             class: info.name,
@@ -245,5 +253,37 @@ pub(crate) fn report_long_hold(class: u32, access: Access, hold_ns: u64) {
         } else {
             hook(&long);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+
+    fn count_call(_: &LongHold) {
+        CALLS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A release that read a lower threshold than the hook's (the hook and
+    /// threshold were set between its read and its report) does not call
+    /// the hook with a hold below the hook's own threshold.
+    #[test]
+    fn a_hook_sees_only_holds_at_its_own_threshold() {
+        use crate::class::{ClassRef, LockClass, LockKind};
+        static C: LockClass = LockClass::new("long-hold-threshold");
+        let class = ClassRef::of(&C).resolve(LockKind::QSpinLock).index;
+        set_long_hold_hook(1_000_000_000, Some(count_call));
+        // Judged long by a threshold of 1 ms read before the hook was set.
+        report_long_hold(class, Access::Write, 2_000_000);
+        assert_eq!(
+            CALLS.load(Ordering::Relaxed),
+            0,
+            "a 2 ms hold reached a 1 s hook"
+        );
+        report_long_hold(class, Access::Write, 1_000_000_000);
+        assert_eq!(CALLS.load(Ordering::Relaxed), 1);
+        set_long_hold_hook(u64::MAX, None);
     }
 }
