@@ -24,7 +24,14 @@
 //! a vCPU holder waits for nothing: no cycle, no deadlock. The vCPU lists
 //! are `QSpinLock`s in both designs.
 //!
-//! Checked: a migration finds the timer in its owner's list; at the end
+//! One operation in [`MIGRATE_EVERY`] is a timer firing (`pt_timer_fn`):
+//! it finds the timer through `timer.vcpu` (`pt_lock(pt)`: under the
+//! domain's read lock before, the timer's lock after), then its vCPU's
+//! lock, and updates it. It is the reader the domain rwlock protects: a VM
+//! exit never reads `timer.vcpu`.
+//!
+//! Checked: a migration and a timer firing find the timer in its owner's
+//! list; at the end
 //! every timer is in exactly one list, the one its owner names, and the
 //! timers' update counts add up to the VM exits that updated one.
 
@@ -161,13 +168,27 @@ impl<O: Lockable<usize>> Domain<O> {
         })
     }
 
+    /// Timer `t` fires (`pt_timer_fn`): find it through its owner
+    /// (`pt_lock(pt)`: the owner read under the domain's read lock before,
+    /// under the timer's lock after) and update it; `None` if it was not
+    /// where its owner said (a migration half done).
+    fn timer_fired(&self, t: usize) -> Option<()> {
+        self.owner[t].with_read(|&owner| {
+            let mut list = self.vcpus[owner].lock();
+            let timer = list.iter_mut().find(|x| x.id == t)?;
+            timer.updates += 1;
+            Some(())
+        })
+    }
+
     /// Who owns timer `t`.
     fn owner_of(&self, t: usize) -> usize {
         self.owner[t].with_read(|o| *o)
     }
 }
 
-/// One vCPU per thread; one operation in `migrate_every` migrates.
+/// One vCPU per thread; one operation in `migrate_every` migrates, one
+/// in `migrate_every` is a timer firing (`migrate_every` at least 3).
 fn drive<O: Lockable<usize>>(
     setup: &Setup,
     outer: &impl Outer,
@@ -181,10 +202,17 @@ fn drive<O: Lockable<usize>>(
         let mut rng = Rng::new(i as u64);
         let (mut ops, mut updates, mut moves, mut lost) = (0u64, 0u64, 0u64, 0u64);
         while !w.stopped() {
-            if rng.below(migrate_every) == 0 {
+            let roll = rng.below(migrate_every);
+            if roll == 0 {
                 let t = rng.index(n);
                 match outer.write(|| dom.migrate(t, i)) {
                     Some(moved) => moves += u64::from(moved),
+                    None => lost += 1,
+                }
+            } else if roll == 1 {
+                let t = rng.index(n);
+                match outer.read(|| dom.timer_fired(t)) {
+                    Some(()) => updates += 1,
                     None => lost += 1,
                 }
             } else {
@@ -251,29 +279,60 @@ mod tests {
     #[test]
     fn both_designs_keep_every_timer_in_place() {
         let before = DomainLock(parking_lot::RwLock::new(()));
-        let out = drive::<Busted<usize>>(&setup(), &before, 2, String::new).unwrap();
+        let out = drive::<Busted<usize>>(&setup(), &before, 3, String::new).unwrap();
         assert_eq!(out.violations, 0);
-        let out = drive::<QSpinLock<usize>>(&setup(), &PerTimer, 2, String::new).unwrap();
+        let out = drive::<QSpinLock<usize>>(&setup(), &PerTimer, 3, String::new).unwrap();
         assert_eq!(out.violations, 0);
         assert!(out.metrics[0].1 > 0.0, "no migration ran");
+    }
+
+    /// A domain lock whose write side excludes (migrations never overlap)
+    /// but whose read side takes nothing: what XSA-336's rwlock is for is
+    /// that readers of `timer.vcpu` never see a migration half done.
+    struct WritersOnly(parking_lot::Mutex<()>);
+
+    impl Outer for WritersOnly {
+        fn read<R>(&self, f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        fn write<R>(&self, f: impl FnOnce() -> R) -> R {
+            let _held = self.0.lock();
+            f()
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn a_domain_lock_whose_reads_do_not_exclude_migrations_is_caught() {
+        let outer = WritersOnly(parking_lot::Mutex::new(()));
+        let caught = crate::scenarios::caught_within_30s(|| {
+            drive::<Busted<usize>>(&setup(), &outer, 3, String::new)
+                .unwrap()
+                .violations
+                > 0
+        });
+        assert!(
+            caught,
+            "a domain lock whose read side does not exclude its writers went unnoticed"
+        );
     }
 
     #[test]
     #[cfg_attr(miri, ignore)]
     fn each_design_fails_without_its_lock() {
         // Before without its domain lock, after without its per-timer
-        // lock: two migrations of one timer race (migrations every other
+        // lock: two migrations of one timer race (migrations every third
         // operation make that quick).
         let none = DomainLock(Busted::<()>::new(()));
         let caught = crate::scenarios::caught_within_30s(|| {
-            drive::<Busted<usize>>(&setup(), &none, 2, String::new)
+            drive::<Busted<usize>>(&setup(), &none, 3, String::new)
                 .unwrap()
                 .violations
                 > 0
         });
         assert!(caught, "before without its domain lock went unnoticed");
         let caught = crate::scenarios::caught_within_30s(|| {
-            drive::<Busted<usize>>(&setup(), &PerTimer, 2, String::new)
+            drive::<Busted<usize>>(&setup(), &PerTimer, 3, String::new)
                 .unwrap()
                 .violations
                 > 0
