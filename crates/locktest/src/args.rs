@@ -171,19 +171,22 @@ pub struct ScenarioArgs {
     /// Thread counts, comma separated (default: 1, cores, 8×cores).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub threads: Vec<usize>,
-    /// Seconds per run.
-    #[arg(long, default_value_t = 0.5, value_name = "SECONDS")]
-    pub runtime: f64,
-    /// Rounds of every variant per thread count; the summary shows the median.
-    #[arg(long, default_value_t = 3, value_name = "R")]
-    pub rounds: u32,
+    /// Seconds per run [default: 0.5].
+    // Options, not clap defaults, so that `scenario list` can tell them
+    // given (it refuses every flag of a run) from left alone.
+    #[arg(long, value_name = "SECONDS")]
+    pub runtime: Option<f64>,
+    /// Rounds of every variant per thread count; the summary shows the
+    /// median [default: 3].
+    #[arg(long, value_name = "R")]
+    pub rounds: Option<u32>,
     /// Where to write every run as JSON [default: OUT/scenario-NAME.json;
     /// not with `all`].
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
-    /// Folder for the JSON and charts.
-    #[arg(long, default_value = "locktest-report", value_name = "DIR")]
-    pub out: PathBuf,
+    /// Folder for the JSON and charts [default: locktest-report].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// Do not draw the SVG/PNG charts.
     #[arg(long)]
     pub no_plots: bool,

@@ -252,10 +252,32 @@ fn bad_arguments_exit_2_with_one_line() {
         &["scenario", "list", "--lock", "qrwlock"],
         &["scenario", "list", "--threads", "2"],
         &["scenario", "list", "--stats"],
+        &["scenario", "list", "--runtime", "5"],
+        &["scenario", "list", "--rounds", "9"],
+        &["scenario", "list", "--no-plots"],
+        &["scenario", "list", "--out", "somewhere"],
     ];
-    for args in cases {
+    // The charts' folder is checked before the runs, even when --json
+    // names a writable place elsewhere.
+    let json = json_path("bad-out");
+    let json = json.to_str().unwrap();
+    let bad_out: &[&str] = &[
+        "scenario",
+        "pmtimer",
+        "--runtime",
+        "0.01",
+        "--threads",
+        "1",
+        "--rounds",
+        "1",
+        "--json",
+        json,
+        "--out",
+        "/proc/locktest-nope",
+    ];
+    for args in cases.iter().copied().chain([bad_out]) {
         let assert = locktest()
-            .args(*args)
+            .args(args)
             .assert()
             .code(2)
             .stdout(predicate::str::is_empty());

@@ -117,6 +117,10 @@ pub fn command(args: &ScenarioArgs) -> Result<(), Failure> {
             (!args.threads.is_empty(), "--threads"),
             (args.json.is_some(), "--json"),
             (args.stats, "--stats"),
+            (args.runtime.is_some(), "--runtime"),
+            (args.rounds.is_some(), "--rounds"),
+            (args.out.is_some(), "--out"),
+            (args.no_plots, "--no-plots"),
         ]
         .into_iter()
         .filter_map(|(given, flag)| given.then_some(flag))
@@ -159,8 +163,9 @@ pub fn command(args: &ScenarioArgs) -> Result<(), Failure> {
     };
     let c = cores();
     let threads = args::thread_list(&args.threads, vec![1, c, 8 * c])?;
-    let runtime = args::check_seconds("--runtime", args.runtime)?;
-    let rounds = args::check_rounds(args.rounds)?;
+    let runtime = args::check_seconds("--runtime", args.runtime.unwrap_or(0.5))?;
+    let rounds = args::check_rounds(args.rounds.unwrap_or(3))?;
+    let out_dir = args.out.clone().unwrap_or_else(|| "locktest-report".into());
     let lockstat = LockStat::new(args.stats)?;
     if lockstat.on() && !args.quiet {
         eprintln!(
@@ -179,8 +184,13 @@ pub fn command(args: &ScenarioArgs) -> Result<(), Failure> {
         let json = args
             .json
             .clone()
-            .unwrap_or_else(|| args.out.join(format!("scenario-{}.json", sc.name)));
+            .unwrap_or_else(|| out_dir.join(format!("scenario-{}.json", sc.name)));
         crate::json::check_writable(&json).map_err(Usage)?;
+        // The charts go to OUT even when --json names another place.
+        if !args.no_plots {
+            let chart = out_dir.join(format!("throughput-scenario-{}.svg", sc.name));
+            crate::json::check_writable(&chart).map_err(Usage)?;
+        }
     }
     let mut failed = Vec::new();
     for (sc, variants) in plans {
@@ -188,12 +198,12 @@ pub fn command(args: &ScenarioArgs) -> Result<(), Failure> {
         let json = args
             .json
             .clone()
-            .unwrap_or_else(|| args.out.join(format!("scenario-{}.json", sc.name)));
+            .unwrap_or_else(|| out_dir.join(format!("scenario-{}.json", sc.name)));
         report.write(&json).map_err(Failure::Run)?;
         let mut wrote = vec![json];
         if !args.no_plots {
             let panel = report.panel();
-            wrote.extend(plot::draw_all(&[panel], &args.out).map_err(Failure::Run)?);
+            wrote.extend(plot::draw_all(&[panel], &out_dir).map_err(Failure::Run)?);
         }
         if !args.quiet {
             for f in wrote {
