@@ -53,7 +53,10 @@
 //! switch are written to stay inlined into the caller as they are without
 //! the features (a call on every acquisition or guard drop halved
 //! contended throughput in `locktest`). Acquisitions begun switched off
-//! count no slow-path events.
+//! count no slow-path events, with three exceptions, waits that switching
+//! statistics on can find under way and count from then on: a PerCpuRwLock
+//! read waiting on its underlying lock, a PerCpuRwLock writer waiting for
+//! reader slots, and a RefreshOnce caller waiting for an update.
 //!
 //! Enabled, statistics go to per-thread counters (written only by their
 //! thread, with plain loads and stores), so the profiler adds no contended

@@ -704,8 +704,8 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     #[inline]
     fn lock_exclusive_recorded(&self) -> PerCpuWriteToken {
         let mut p = self.start(Access::Write);
-        self.inner
-            .lock_exclusive_hooked(|| p.contended(), self.events(Access::Write));
+        let ev = p.events(self.events(Access::Write));
+        self.inner.lock_exclusive_hooked(|| p.contended(), ev);
         let next = self.revoke_and_decide();
         PerCpuWriteToken {
             next,

@@ -1435,8 +1435,8 @@ impl<P: Platform> RawQRwLock<P> {
     #[inline]
     fn lock_shared_recorded(&self) -> Held {
         let mut p = self.start(Access::Read);
-        self.core
-            .lock_shared_hooked(|| p.contended(), self.events(Access::Read));
+        let ev = p.events(self.events(Access::Read));
+        self.core.lock_shared_hooked(|| p.contended(), ev);
         p.acquired()
     }
 
@@ -1444,8 +1444,8 @@ impl<P: Platform> RawQRwLock<P> {
     #[inline]
     fn lock_exclusive_recorded(&self) -> Held {
         let mut p = self.start(Access::Write);
-        self.core
-            .lock_exclusive_hooked(|| p.contended(), self.events(Access::Write));
+        let ev = p.events(self.events(Access::Write));
+        self.core.lock_exclusive_hooked(|| p.contended(), ev);
         p.acquired()
     }
 }

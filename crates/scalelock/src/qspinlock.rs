@@ -1263,7 +1263,7 @@ unsafe impl<P: Platform> RawMutex for RawQSpinLock<P> {
         let mut p = hook::start(self.class, LockKind::QSpinLock, self.addr(), Access::Write);
         if !self.core.try_lock_fast() {
             p.contended();
-            self.core.lock_slow(self.events());
+            self.core.lock_slow(p.events(self.events()));
         }
         p.acquired()
     }

@@ -160,44 +160,78 @@ fn switch_reset_and_long_holds() {
     let back: stats::Snapshot = serde_json::from_str(&json).unwrap();
     assert_eq!(back, snap);
 
-    an_upgradable_read_begun_switched_off_counts_no_events();
+    waits_begun_switched_off_count_no_events();
     a_revocation_begun_switched_off_records_no_cost();
 }
 
-/// Statistics switched on while an upgradable read waits (it began
-/// switched off): its wait's events are not counted either (its parks and
-/// wakes were, for an acquisition never counted).
-fn an_upgradable_read_begun_switched_off_counts_no_events() {
-    use std::thread;
-    static C: LockClass = LockClass::new("switch-upgradable-begun-off");
-    static L: QRwLock<u32> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&C)), 0);
-    stats::disable();
-    let w = L.write();
-    let waiter = thread::spawn(|| {
-        let u = L.upgradable_read();
-        assert_eq!(*u, 1);
-    });
-    // The upgradable reader spins, then parks on the word.
-    thread::sleep(Duration::from_millis(200));
+/// Statistics switched on while `waiter` waits for a lock held here (taken
+/// switched off; `release` lets it go): the wait, begun switched off, counts
+/// no events (its parks and wakes were counted, for an acquisition never
+/// counted, by QRwLock's upgradable and timed paths and, with lockdep on,
+/// by every lock's recorded path).
+fn wait_begun_switched_off_counts_no_events(
+    name: &str,
+    waiter: impl FnOnce() + Send + 'static,
+    release: impl FnOnce(),
+) {
+    let t = std::thread::spawn(waiter);
+    // The waiter spins, then parks.
+    std::thread::sleep(Duration::from_millis(200));
     stats::enable();
-    let mut w = w;
-    *w = 1;
-    drop(w);
-    waiter.join().unwrap();
+    release();
+    t.join().unwrap();
     let snap = stats::snapshot();
-    if let Some(c) = snap.class("switch-upgradable-begun-off") {
-        assert_eq!(c.write.acquisitions, 0);
-        assert_eq!(
-            (
-                c.write.events.parks,
-                c.write.events.wakes,
-                c.write.events.spurious_wakes
-            ),
-            (0, 0, 0),
-            "events of an acquisition begun switched off: {:?}",
-            c.write.events
-        );
+    if let Some(c) = snap.class(name) {
+        for (acc, a) in [("read", &c.read), ("write", &c.write)] {
+            let e = &a.events;
+            assert_eq!(
+                (a.acquisitions, e.parks, e.wakes, e.spurious_wakes),
+                (0, 0, 0, 0),
+                "{name} {acc}: events of an acquisition begun switched off: {a:?}"
+            );
+        }
     }
+}
+
+fn waits_begun_switched_off_count_no_events() {
+    use scalelock::{PerCpuRwLock, QSpinLock, RawPerCpuRwLock, RawQSpinLock};
+    static UP: LockClass = LockClass::new("switch-upgradable-begun-off");
+    static UL: QRwLock<u32> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&UP)), 0);
+    stats::disable();
+    let w = UL.write();
+    wait_begun_switched_off_counts_no_events(
+        "switch-upgradable-begun-off",
+        || drop(UL.upgradable_read()),
+        || drop(w),
+    );
+    static QS: LockClass = LockClass::new("switch-qspinlock-begun-off");
+    static QL: QSpinLock<u32> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&QS)), 0);
+    stats::disable();
+    let g = QL.lock();
+    wait_begun_switched_off_counts_no_events(
+        "switch-qspinlock-begun-off",
+        || drop(QL.lock()),
+        || drop(g),
+    );
+    static QW: LockClass = LockClass::new("switch-qrwlock-begun-off");
+    static WL: QRwLock<u32> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&QW)), 0);
+    stats::disable();
+    let g = WL.write();
+    wait_begun_switched_off_counts_no_events(
+        "switch-qrwlock-begun-off",
+        || drop(WL.write()),
+        || drop(g),
+    );
+    static PW: LockClass = LockClass::new("switch-percpu-write-begun-off");
+    static PL: PerCpuRwLock<u32> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&PW)), 0);
+    stats::disable();
+    let g = PL.write();
+    wait_begun_switched_off_counts_no_events(
+        "switch-percpu-write-begun-off",
+        || drop(PL.write()),
+        || drop(g),
+    );
 }
 
 /// A PerCpuRwLock revocation that began switched off (no clock read) and

@@ -97,6 +97,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
         let mut p = self.start_timed(Access::Write);
         let mut waited = false;
         let lazy = LazyDeadline::new(deadline);
+        let ev = p.events(self.events(Access::Write));
         let locked = if hook::COMPILED {
             self.inner.lock_exclusive_until(
                 || {
@@ -104,11 +105,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                     p.contended();
                 },
                 || lazy.get(),
-                self.events(Access::Write),
+                ev,
             )
         } else {
-            self.inner
-                .lock_exclusive_until(|| {}, || lazy.get(), self.events(Access::Write))
+            self.inner.lock_exclusive_until(|| {}, || lazy.get(), ev)
         };
         if !locked {
             p.timed_out();
@@ -138,9 +138,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     fn upgradable_timed(&self, deadline: Deadline) -> Option<Held> {
         self.ensure_id();
         let mut p = self.start_timed(Access::Upgradable);
+        let ev = p.events(self.events(Access::Write));
         if self
             .inner
-            .lock_upgradable_until(|| p.contended(), deadline, self.events(Access::Write))
+            .lock_upgradable_until(|| p.contended(), deadline, ev)
         {
             Some(p.acquired())
         } else {
