@@ -439,7 +439,10 @@ pub fn drive<L: Lockable<()>, T: Translate>(
         for m in maps.drain(..) {
             backend.release(m, me, &mut tally);
         }
-        (ops, tally)
+        // The loop ends at the first check after the stop, so its last
+        // operation ended after the stop: only those before it count (as in
+        // `bench`).
+        (ops.saturating_sub(1), tally)
     })?;
     let sum = |f: fn(&Tally) -> u64| run.found.iter().map(f).sum::<u64>();
     let mut violations = sum(|t| t.bad);

@@ -141,7 +141,10 @@ fn drive(
             }
             ops += 1;
         }
-        (ops, (dirtied, torn, retries))
+        // The loop ends at the first check after the stop, so its last
+        // operation ended after the stop: only those before it count (as in
+        // `bench`).
+        (ops.saturating_sub(1), (dirtied, torn, retries))
     })?;
     let mut lost = 0u64;
     for (i, (dirtied, _, _)) in run.found.iter().enumerate() {

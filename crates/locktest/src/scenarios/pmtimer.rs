@@ -126,7 +126,13 @@ fn drive(
             last = value;
             calls += 1;
         }
-        (calls, (caller.recomputes, bad + caller.back_in_time))
+        // The loop ends at the first check after the stop, so its last
+        // operation ended after the stop: only those before it count (as in
+        // `bench`).
+        (
+            calls.saturating_sub(1),
+            (caller.recomputes, bad + caller.back_in_time),
+        )
     })?;
     let calls: u64 = run.counts.iter().sum();
     let recomputes: u64 = run.found.iter().map(|f| f.0).sum();
@@ -167,6 +173,33 @@ mod tests {
     /// reject: a `spin_trylock` loser returns the last published value
     /// without waiting. The freshness check must count it (it is the only
     /// check that guards the after design's promise).
+    /// Only calls that ended inside the measured time count: one thread
+    /// whose every call takes 20 ms fits no more than `elapsed / 20 ms` of
+    /// them (50 ms counted 3: the one under way at the stop too).
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn calls_ending_after_the_stop_do_not_count() {
+        const HOLD: Duration = Duration::from_millis(20);
+        let setup = Setup {
+            threads: 1,
+            runtime: Duration::from_millis(50),
+            what: "pmtimer/slow".into(),
+        };
+        let base = Instant::now();
+        let out = drive(&setup, base, &mut Quiet(String::new), |_| {
+            std::thread::sleep(HOLD);
+            update(base, &[0, 0])
+        })
+        .unwrap();
+        let s = &out.stats;
+        assert!(
+            s.total as f64 * HOLD.as_secs_f64() <= s.elapsed + 0.001,
+            "{} calls of {HOLD:?} in {}s",
+            s.total,
+            s.elapsed
+        );
+    }
+
     #[test]
     #[cfg_attr(miri, ignore)]
     fn the_rejected_trylock_patch_is_caught() {
