@@ -10,7 +10,7 @@
 //!
 //! A [`Panel`] is one chart's data: its caller picks, per series and thread
 //! count, the run to show (the one with the median total rate over the
-//! rounds). Text uses the DejaVu Sans font shipped in `assets/` (through
+//! rounds) and the throughput to draw (the median rate, as the tables). Text uses the DejaVu Sans font shipped in `assets/` (through
 //! ab_glyph), so no system font configuration is needed.
 
 use std::collections::BTreeMap;
@@ -76,8 +76,13 @@ pub struct Series<'a> {
     pub name: String,
     /// Drawn thicker: scalelock's own locks and designs.
     pub ours: bool,
-    /// The run shown at each x index (position in `Panel::threads`).
+    /// The run shown at each x index (position in `Panel::threads`): the
+    /// fairness chart's bars.
     pub points: BTreeMap<usize, &'a Stats>,
+    /// The total op/s at each x index that the throughput chart draws: the
+    /// median of the rounds' rates (for an even count of rounds the mean
+    /// of the middle two, which no single run has), as the tables print.
+    pub rates: BTreeMap<usize, f64>,
 }
 
 /// 1234567.0 -> "1.2M".
@@ -150,11 +155,7 @@ where
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(err)?;
-    let (lo, hi) = log_range(
-        p.series
-            .iter()
-            .flat_map(|s| s.points.values().map(|r| r.total_rate as f64)),
-    );
+    let (lo, hi) = log_range(p.series.iter().flat_map(|s| s.rates.values().copied()));
     let n = p.threads.len() as f64;
     let mut chart = ChartBuilder::on(root)
         .caption(format!("Throughput: {}", p.title), (FONT, 24))
@@ -178,9 +179,9 @@ where
         let color = COLORS[i % COLORS.len()];
         let width = if s.ours { 4 } else { 2 };
         let line: Vec<(f64, f64)> = s
-            .points
+            .rates
             .iter()
-            .map(|(x, r)| (*x as f64, (r.total_rate as f64).max(lo)))
+            .map(|(x, r)| (*x as f64, r.max(lo)))
             .collect();
         chart
             .draw_series(LineSeries::new(line.clone(), color.stroke_width(width)))

@@ -232,18 +232,32 @@ impl Report {
             .into_iter()
             .map(|first| {
                 let v = first.variant.as_str();
+                let of = |t: usize| {
+                    let mut of: Vec<&ScenarioRun> = self
+                        .runs
+                        .iter()
+                        .filter(|r| r.variant == v && r.stats.threads == t)
+                        .collect();
+                    of.sort_by_key(|r| r.stats.total_rate);
+                    of
+                };
                 let points = threads
                     .iter()
                     .enumerate()
                     .filter_map(|(i, &t)| {
-                        let mut of: Vec<&ScenarioRun> = self
-                            .runs
-                            .iter()
-                            .filter(|r| r.variant == v && r.stats.threads == t)
-                            .collect();
-                        of.sort_by_key(|r| r.stats.total_rate);
+                        let of = of(t);
                         of.get(of.len().saturating_sub(1) / 2)
                             .map(|r| (i, &r.stats))
+                    })
+                    .collect();
+                // The median rate over the rounds (the title's "median of N
+                // rounds"; for an even count, the mean of the middle two).
+                let rates = threads
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, &t)| {
+                        median(of(t).iter().map(|r| r.stats.total_rate as f64).collect())
+                            .map(|m| (i, m))
                     })
                     .collect();
                 let ours = match &first.lock {
@@ -254,6 +268,7 @@ impl Report {
                     name: v.to_string(),
                     ours,
                     points,
+                    rates,
                 }
             })
             .collect();
@@ -303,5 +318,15 @@ mod tests {
             "{}",
             rep.summary()
         );
+    }
+
+    /// The chart draws the median of the rounds' rates (the title's): 200
+    /// for rounds of 100 and 300 op/s (it drew the lower middle run's 100).
+    #[test]
+    fn the_chart_draws_the_median_rate() {
+        let runs = vec![run("after", None, 1, 100), run("after", None, 2, 300)];
+        let rep = Report::new("s", 1.0, 2, runs);
+        let p = rep.panel();
+        assert_eq!(p.series[0].rates.get(&0), Some(&200.0));
     }
 }
