@@ -441,7 +441,27 @@ impl Held {
         #[cfg(feature = "lockdep")]
         if self.flags() & HELD_LOCKDEP != 0 {
             if crate::lockdep::is_enabled() {
+                // A report that panics gives the upgradable read back: its
+                // hold ends there, and its statistics with it (as a release
+                // whose hook panics ends them), recorded as the panic
+                // unwinds (after lockdep removed the entry; a long-hold
+                // hook's panic is then caught, see `report_long_hold`).
+                #[cfg(feature = "stats")]
+                struct EndStatsOnUnwind<'a>(&'a Held);
+                #[cfg(feature = "stats")]
+                impl Drop for EndStatsOnUnwind<'_> {
+                    fn drop(&mut self) {
+                        let h = self.0;
+                        if h.flags() & HELD_STATS != 0 {
+                            crate::stats::counters::released(h.class(), h.access(), h.start);
+                        }
+                    }
+                }
+                #[cfg(feature = "stats")]
+                let end_stats = EndStatsOnUnwind(self);
                 crate::lockdep::upgrading(self.class(), instance, give_up);
+                #[cfg(feature = "stats")]
+                core::mem::forget(end_stats);
             } else {
                 crate::lockdep::upgraded(self.class(), instance);
             }

@@ -340,3 +340,46 @@ fn qrwlock_upgrade_that_waits_for_a_reader_of_a_held_lock_is_reported() {
         "{upgrader}"
     );
 }
+
+/// An upgrade that lockdep reports (a read of the same lock under the
+/// upgradable read) gives the upgradable read back as the report's panic
+/// unwinds: with statistics, its sampled hold ends there too (it was never
+/// recorded: 1 hold for 2 write-side acquisitions), for QRwLock and
+/// PerCpuRwLock alike.
+#[cfg(feature = "stats")]
+#[test]
+fn a_reported_upgrade_records_its_hold() {
+    use scalelock::{PerCpuRwLock, QRwLock, RawPerCpuRwLock, RawQRwLock, stats};
+    static QC: LockClass = LockClass::new("upgrade-report-hold-qrw");
+    static QL: QRwLock<u32> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&QC)), 0);
+    static PC: LockClass = LockClass::new("upgrade-report-hold-percpu");
+    static PL: PerCpuRwLock<u32> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&PC)), 0);
+    stats::enable();
+    stats::set_hold_sample(1);
+    let reported = std::panic::catch_unwind(|| {
+        let u = QL.upgradable_read();
+        let _r = QL.read();
+        let _w = RwLockUpgradableReadGuard::upgrade(u);
+    });
+    assert!(reported.is_err(), "reported");
+    let reported = std::panic::catch_unwind(|| {
+        let u = PL.upgradable_read();
+        let _r = PL.read();
+        let _w = RwLockUpgradableReadGuard::upgrade(u);
+    });
+    assert!(reported.is_err(), "reported");
+    assert_eq!(lockdep::held_count(), 0);
+    assert!(QL.try_write().is_some());
+    assert!(PL.try_write().is_some());
+    for name in ["upgrade-report-hold-qrw", "upgrade-report-hold-percpu"] {
+        let snap = stats::snapshot();
+        let w = &snap.class(name).unwrap().write;
+        // The upgradable read and the try_write above.
+        assert_eq!(
+            (w.acquisitions, w.hold.count),
+            (2, 2),
+            "{name}: the reported upgrade's hold"
+        );
+    }
+}
