@@ -2028,7 +2028,11 @@ unsafe impl<P: Platform> RawRwLockDowngrade for RawPerCpuRwLock<P> {
         let Some(mut read) = unwind.1.take() else {
             unreachable!("taken only here")
         };
-        read.held = self.try_acquired(Access::ReentrantRead);
+        // Counted as the read it is, through the underlying lock (a
+        // fallback read), as `try_lock_shared` counts its reads.
+        if hook::any_active() {
+            self.try_read_hooked(&mut read);
+        }
         read
     }
 }

@@ -802,3 +802,23 @@ fn a_timed_percpu_write_that_timed_out_on_readers_counts_a_timeout() {
     assert_eq!(c.write.acquisitions, 0);
     assert_eq!(c.write.events.timeouts, 1, "{:?}", c.write);
 }
+
+/// A PerCpuRwLock downgrade's read (through the underlying lock) counts as
+/// a fallback read, as every read counts as a fast or a fallback one (it
+/// counted as a read acquisition only).
+#[test]
+fn a_percpu_downgrade_read_counts_its_path() {
+    use lock_api::RwLockWriteGuard;
+    static C: LockClass = LockClass::new("percpu-downgrade-path");
+    static L: PerCpuRwLock<u32> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&C)), 0);
+    stats_setup();
+    drop(RwLockWriteGuard::downgrade(L.write()));
+    let c = class_stats("percpu-downgrade-path");
+    assert_eq!(c.read.acquisitions, 1);
+    assert_eq!(
+        (c.events.fast_reads, c.events.fallback_reads),
+        (0, 1),
+        "the downgrade's read took no path"
+    );
+}
