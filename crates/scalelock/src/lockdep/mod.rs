@@ -73,6 +73,14 @@
 //!   (a panic without a report handler), and its acquisitions of other
 //!   classes add order edges from a lock it no longer holds. With lockdep
 //!   on, release a guard on the thread that took it.
+//! - A guard leaked with `mem::forget` keeps its entry for good; the
+//!   thread's later acquisitions add order edges from it, and if the lock
+//!   is freed, a new lock of the same class at the same address (a type
+//!   class is shared by every lock of the type; an allocator reuses
+//!   addresses) is reported at its first acquisition as taken again.
+//!   Linux checks freed memory for held locks
+//!   (`debug_check_no_locks_freed`); this crate does not. With lockdep
+//!   on, do not leak the guard of a lock that will be freed.
 //!
 //! # Reports
 //! By default a report panics (on the thread that would have deadlocked,
