@@ -382,6 +382,8 @@ const _: () = assert!((DEPTH_MASK | UNDERLYING | BIASED) == SLOT_LOW);
 
 /// Longest stamp interval that compares exactly (half the 16-bit range).
 const MAX_STAMP_UNITS: u64 = 1 << 14;
+// Every window is set at most `MAX_STAMP_UNITS` ahead (`window_over`).
+const _: () = assert!(TUNING.pc_dense_window_ns <= MAX_STAMP_UNITS << UNIT_SHIFT);
 
 #[cfg(not(any(loom, shuttle)))]
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -409,9 +411,20 @@ fn since_stamp(state: u64, now_ns: u64) -> i64 {
 /// platform without a clock (`now_ns` a constant 0) never reaches a window's
 /// end: its windows end at the first slow read that looks at the clock (one
 /// in `pc_clock_every` of a thread's), a window bounded by a count of reads.
+/// The stamp tells a past end from a future one only within half its
+/// period (2.1 ms): a window is set at most `MAX_STAMP_UNITS` ahead, so an
+/// end that looks further ahead is past; and one that looks less far
+/// ahead may be a past one seen a period (4.2 ms) later, which the class's
+/// latest window end (`ReaderTable::windows_over`, exact) tells.
 #[inline]
 fn window_over(s: u64, now_ns: u64) -> bool {
-    now_ns == 0 || since_stamp(s, now_ns) >= 0
+    if now_ns == 0 {
+        return true;
+    }
+    let since = since_stamp(s, now_ns);
+    since >= 0
+        || since < -((MAX_STAMP_UNITS as i64) << UNIT_SHIFT)
+        || table_of(s).windows_over(now_ns)
 }
 
 /// A reader-writer lock whose read fast path writes only the reading
@@ -950,12 +963,18 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     fn reenable(&self, judged: u64, now: u64) {
         // Only from the state we judged: a state that moved meanwhile was
         // moved by a writer's decision, which wins.
-        let _ = self.state.compare_exchange(
-            judged,
-            (judged & !STAMP_MASK) | stamp_at(now) | FAST,
-            Ordering::Release,
-            Ordering::Relaxed,
-        );
+        if self
+            .state
+            .compare_exchange(
+                judged,
+                (judged & !STAMP_MASK) | stamp_at(now) | FAST,
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        {
+            table_of(judged).stamped_at(now);
+        }
     }
 
     /// With the underlying read lock held and `slot` (ours) free: maybe
@@ -1257,14 +1276,27 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             let end = P::now_ns();
             let cost = end.saturating_sub(now).max(1);
             let dear = table.dear_fences(fence_ns, TUNING.pc_sym_cost_ns, now);
+            // The stamp of a biased state: when the bias came back (the
+            // slow read that ended the window, or the unlock that brought
+            // it back). Negative: more than half the stamp's range ago;
+            // the stamp wraps every 4.2 ms, and one that says less than
+            // the class's latest stamp (`stamped_at_least_ago`, exact; the
+            // stamp's 64 ns rounding aside) wrapped.
+            let on_for = match since_stamp(old, now) {
+                since
+                    if since >= 0
+                        && table.stamped_at_least_ago(now) >= since as u64 + (1 << UNIT_SHIFT) =>
+                {
+                    -1
+                }
+                since => since,
+            };
+            // Every state left below is stamped at `end`: with the bias on,
+            // or a window from then.
+            table.stamped_at(end);
             if table.forced_symmetric() {
                 return Some(keep | FAST | SYM | stamp_at(end));
             }
-            // The stamp of a biased state: when the bias came back (the
-            // slow read that ended the window, or the unlock that brought
-            // it back). Negative:
-            // more than the stamp's range ago.
-            let on_for = since_stamp(old, now);
             let typical = table.revocation_floor(cost);
             // The slot reads per write: those since the class's last
             // revocation, or the class's average if more (one short
@@ -1324,13 +1356,28 @@ impl<P: Platform> RawPerCpuRwLock<P> {
                 .saturating_mul(u64::from(table.multiplier()))
                 .min((MAX_STAMP_UNITS - 1) << UNIT_SHIFT);
             // Rounded up, so that a real window never ends early.
-            return Some(keep | stamp_at(end + window + (1 << UNIT_SHIFT)));
+            let until = end + window + (1 << UNIT_SHIFT);
+            table.window_until(until);
+            return Some(keep | stamp_at(until));
         }
         // Symmetric: decide by the time since the previous write, then by
         // the mode race. (The reads per write feed the class's average,
         // which the biased mode's rules weigh.)
         let end = P::now_ns();
-        let gap = since_stamp(old, end);
+        // The stamp of a symmetric state: the previous write, or the
+        // bias's return; one that says less than the class's latest
+        // stamp wrapped (see the biased case).
+        let gap = match since_stamp(old, end) {
+            since
+                if since >= 0
+                    && table.stamped_at_least_ago(end) >= since as u64 + (1 << UNIT_SHIFT) =>
+            {
+                -1
+            }
+            since => since,
+        };
+        // Every state left below is stamped at `end`.
+        table.stamped_at(end);
         // The shorter of this gap and the class's previous one: one long
         // gap between random writes says little. Negative: too long for
         // the stamp to tell. Recorded before the counts are looked at: a
@@ -1370,6 +1417,7 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             // (on any machine): inhibit without a race, and measure the
             // window for the next one.
             table.race().window(end, slow);
+            table.window_until(end + TUNING.pc_dense_window_ns);
             return Some(keep | SYM | stamp_at(end + TUNING.pc_dense_window_ns));
         }
         if table.forced_symmetric() {
@@ -1384,7 +1432,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             Verdict::Symmetric => Some(keep | FAST | SYM | stamp_at(end)),
             // Readers go to the underlying lock for a window, and come
             // back symmetric.
-            Verdict::Inhibit(window) => Some(keep | SYM | stamp_at(end + window)),
+            Verdict::Inhibit(window) => {
+                table.window_until(end + window);
+                Some(keep | SYM | stamp_at(end + window))
+            }
         }
     }
 
@@ -2172,8 +2223,10 @@ impl<P: Platform> RawPerCpuRwLock<P> {
     fn revoke_for_upgrade(&self) -> Option<u64> {
         self.ensure_id();
         let revoke_start = hook::clock_ns();
-        let until = stamp_at(P::now_ns() + ((MAX_STAMP_UNITS - 1) << UNIT_SHIFT));
         let mut s = self.state.load(Ordering::Relaxed);
+        let until_ns = P::now_ns() + ((MAX_STAMP_UNITS - 1) << UNIT_SHIFT);
+        table_of(s).window_until(until_ns);
+        let until = stamp_at(until_ns);
         // Relaxed: ordered by the fence below, as `revoke_and_decide`'s
         // store; a slow reader's re-enabling CAS may race (retry).
         while let Err(now) = self.state.compare_exchange(

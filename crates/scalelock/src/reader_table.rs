@@ -347,6 +347,16 @@ pub struct ReaderTable {
     /// When the class's last asymmetric revocation began, on the
     /// platform's clock, ns (`probe_due`).
     fence_at_ns: AtomicU64,
+    /// The latest end of an inhibition window (or `try_upgrade` hold-off)
+    /// set on any lock of the class, ns (only grows): a window whose
+    /// 16-bit stamp cannot tell past from future is over once the clock
+    /// passed this (`windows_over`).
+    window_end_ns: AtomicU64,
+    /// The latest stamp set on any lock of the class with the bias on
+    /// (a write's, or the bias's return), ns (only grows): a lock's stamp
+    /// is at most this, so its gap or time on is at least the time since
+    /// (`stamped_at_least_ago`).
+    stamped_ns: AtomicU64,
     /// Whole cost of the class's last asymmetric revocation, ns
     /// (`revocation_floor`).
     revocation_ns: AtomicU32,
@@ -420,6 +430,15 @@ fn platform_key<P: Platform>() -> u64 {
     h.finish() | 1
 }
 
+/// Raises `at` to `v` if that is more: a load and a store (a hint that
+/// may lose a race), not a read-modify-write.
+#[inline]
+fn raise_hint(at: &AtomicU64, v: u64) {
+    if v > at.load(Ordering::Relaxed) {
+        at.store(v, Ordering::Relaxed);
+    }
+}
+
 impl ReaderTable {
     /// An empty table with the default bias inhibition
     /// ([`DEFAULT_INHIBIT`]).
@@ -451,6 +470,8 @@ impl ReaderTable {
             fence_ns: AtomicU32::new(0),
             fence_floor_ns: AtomicU32::new(0),
             fence_at_ns: AtomicU64::new(0),
+            window_end_ns: AtomicU64::new(0),
+            stamped_ns: AtomicU64::new(0),
             revocation_ns: AtomicU32::new(0),
             gap_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
@@ -483,6 +504,8 @@ impl ReaderTable {
             fence_ns: AtomicU32::new(0),
             fence_floor_ns: AtomicU32::new(0),
             fence_at_ns: AtomicU64::new(0),
+            window_end_ns: AtomicU64::new(0),
+            stamped_ns: AtomicU64::new(0),
             revocation_ns: AtomicU32::new(0),
             gap_ns: AtomicU32::new(0),
             sym_revocations: AtomicU32::new(0),
@@ -537,6 +560,37 @@ impl ReaderTable {
     #[inline]
     pub(crate) fn retired_slow_reads(&self) -> u32 {
         self.retired_slow.load(Ordering::Relaxed)
+    }
+
+    /// Records that a lock of the class is inhibited until `end_ns` (the
+    /// platform's clock). Relaxed, a load and a store (no read-modify-write
+    /// on a revocation's path): a hint; two writers racing may leave the
+    /// smaller end, which only ends a window early (speed, not safety).
+    #[inline]
+    pub(crate) fn window_until(&self, end_ns: u64) {
+        raise_hint(&self.window_end_ns, end_ns);
+    }
+
+    /// Whether every window the class's writers set has ended at `now_ns`.
+    #[inline]
+    pub(crate) fn windows_over(&self, now_ns: u64) -> bool {
+        now_ns >= self.window_end_ns.load(Ordering::Relaxed)
+    }
+
+    /// Records that a lock of the class was stamped at `now_ns` (with the
+    /// bias on, or a window from then). Relaxed, a load and a store: a
+    /// hint; two writers racing may leave the earlier time, which can only
+    /// make a gap that wrapped read as short, as without this record.
+    #[inline]
+    pub(crate) fn stamped_at(&self, now_ns: u64) {
+        raise_hint(&self.stamped_ns, now_ns);
+    }
+
+    /// How long before `now_ns` the class's latest stamp was set, ns: the
+    /// stamp of each of its locks is at least this old.
+    #[inline]
+    pub(crate) fn stamped_at_least_ago(&self, now_ns: u64) -> u64 {
+        now_ns.saturating_sub(self.stamped_ns.load(Ordering::Relaxed))
     }
 
     /// The class's race of the symmetric mode against the inhibited one.

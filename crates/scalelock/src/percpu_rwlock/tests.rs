@@ -32,7 +32,7 @@ struct TestPlatform<const FENCE_NS: u64 = 0, const STEP_NS: u64 = 0, const CLOCK
 
 /// The manual clocks of `TestPlatform<_, _, CLOCK>`: one per test that
 /// uses one (by its `CLOCK`), shared by that test's threads.
-static MANUAL_CLOCKS: [AtomicU64; 11] = [const { AtomicU64::new(1 << 40) }; 11];
+static MANUAL_CLOCKS: [AtomicU64; 14] = [const { AtomicU64::new(1 << 40) }; 14];
 
 /// One write of `raw`: the state it leaves at unlock (`next`).
 fn write_once<P: Platform>(raw: &RawPerCpuRwLock<P>) -> u64 {
@@ -2408,5 +2408,127 @@ fn two_locks_of_a_class_measure_their_windows() {
     assert!(
         windows.iter().all(|&r| r == windows[0]),
         "one window (both locks in it), then the symmetric mode won: {windows:?}"
+    );
+}
+
+/// The stamp is 16 bits of 64 ns (one period: 2^22 ns, 4.19 ms) and
+/// `since_stamp` is exact only within half a period. A biased lock whose
+/// bias has been on for a whole period and a little (a sparse write, 4.2
+/// ms after the bias came back) reads `on_for` as a few hundred ns: the
+/// keep rule, which keeps the bias after a 1 ms or a 3 ms gap, inhibits it
+/// after a 4.2 ms one; the class's latest stamp, exact, tells the gap
+/// wrapped.
+#[test]
+fn a_sparse_write_one_stamp_period_after_the_bias_keeps_it() {
+    const CLOCK: usize = 12;
+    const PERIOD_NS: u64 = 1 << (16 + UNIT_SHIFT);
+    static TABLE: ReaderTable = ReaderTable::new();
+    // Heavy fences of 1.5 µs, as in `sparse_writes_keep_the_bias`.
+    let raw = RawPerCpuRwLock::<TestPlatform<1_500, 0, CLOCK>>::with_table(&TABLE);
+    let write = || write_once(&raw);
+    write();
+    assert_eq!(write() & FAST, 0, "back to back: inhibited");
+    let mut kept = std::vec::Vec::new();
+    for gap in [1_000_000, 3_000_000, PERIOD_NS + 1_000] {
+        let mut reads = 0;
+        while raw.state.load(O::Relaxed) & FAST == 0 {
+            let t = raw.lock_shared();
+            // SAFETY: from `lock_shared` above.
+            unsafe { raw.unlock_shared(t) };
+            advance(CLOCK, 1_000);
+            reads += 1;
+            assert!(reads < 100_000, "the bias never came back");
+        }
+        advance(CLOCK, gap);
+        let next = write();
+        kept.push((gap, next & (FAST | SYM) == FAST));
+        if next & FAST != 0 {
+            // Inhibit again (back to back), so the next round starts from
+            // a bias that comes back at a known time.
+            write();
+        }
+    }
+    assert!(
+        kept.iter().all(|&(_, k)| k),
+        "sparse writes (gap ns, bias kept): {kept:?}"
+    );
+}
+
+/// An inhibition window ends at the first slow read that looks at
+/// the clock within half a stamp period (2.1 ms) after its end; a look in
+/// the other half finds the window's end "in the future" again. A reader
+/// whose looks at the clock come one stamp period (4.19 ms) apart and
+/// first fall in that half keeps the lock inhibited for as long as it
+/// reads so.
+#[test]
+fn a_window_ends_whenever_the_clock_is_read_after_it() {
+    const CLOCK: usize = 13;
+    const PERIOD_NS: u64 = 1 << (16 + UNIT_SHIFT);
+    // A table each (the class's figures would carry over).
+    static TABLES: [ReaderTable; 2] = [ReaderTable::new(), ReaderTable::new()];
+    // Looks at the clock 3 ms and 3.7 ms after the window's end (modulo a
+    // period): the end looks 1.2 ms and 0.5 ms ahead.
+    for (after, table) in [3_000_000, 3_700_000].into_iter().zip(&TABLES) {
+        let raw = RawPerCpuRwLock::<TestPlatform<1_500, 0, CLOCK>>::with_table(table);
+        write_once(&raw);
+        assert_eq!(write_once(&raw) & FAST, 0, "back to back: inhibited");
+        // The window (a few µs) is long over then. A fresh thread, so
+        // that its count of counted reads starts at 0: its reads number
+        // `pc_clock_every`, `2 * pc_clock_every`, ... read the clock, the
+        // first `after` the window's end (modulo a period), each next one
+        // a period after the one before.
+        advance(CLOCK, after);
+        let every = u64::from(TUNING.pc_clock_every);
+        thread::scope(|s| {
+            s.spawn(|| {
+                for _ in 0..4 * every {
+                    let t = raw.lock_shared();
+                    // SAFETY: from `lock_shared` above.
+                    unsafe { raw.unlock_shared(t) };
+                    advance(CLOCK, PERIOD_NS / every);
+                }
+            });
+        });
+        assert_ne!(
+            raw.state.load(O::Relaxed) & FAST,
+            0,
+            "{after} ns after the window's end, and four slow reads looked at the clock since"
+        );
+    }
+}
+
+/// The symmetric mode's gap since the previous write
+/// has the same stamp aliasing. Two symmetric writes 200 µs apart in a row
+/// bring the bias back (`symmetric_mode_returns_to_the_bias_when_writes_thin_out`);
+/// two 4.2 ms apart (a stamp period and 10 µs) read as 10 µs gaps and keep
+/// the lock symmetric: every read pays a full fence for writes this rare.
+#[test]
+fn two_symmetric_writes_a_stamp_period_apart_bring_the_bias_back() {
+    const CLOCK: usize = 14;
+    const PERIOD_NS: u64 = 1 << (16 + UNIT_SHIFT);
+    static FORCED: ReaderTable = ReaderTable::new();
+    FORCED.force_symmetric();
+    let raw = RawPerCpuRwLock::<TestPlatform<5_000, 0, CLOCK>>::with_table(&FORCED);
+    let write = || write_once(&raw);
+    let mode = |s: u64| s & (FAST | SYM);
+    let read = || reads_keeping_symmetric(&raw);
+    // A biased revocation goes symmetric (forced), then dense writes.
+    read();
+    write();
+    for _ in 0..3 {
+        read();
+        advance(CLOCK, 10_000);
+        write();
+    }
+    let mut modes = std::vec::Vec::new();
+    for _ in 0..2 {
+        read();
+        advance(CLOCK, PERIOD_NS + 10_000);
+        modes.push(mode(write()));
+    }
+    assert_eq!(
+        modes.last(),
+        Some(&FAST),
+        "two 4.2 ms gaps in a row: biased (modes {modes:x?})"
     );
 }
