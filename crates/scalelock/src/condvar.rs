@@ -502,8 +502,8 @@ impl<P: Platform> core::fmt::Debug for RawQCondvar<P> {
 // stores the new acquisition's state in `guard`; it panics only before
 // unlocking (two mutexes) or after re-locking (a long-hold hook's panic
 // out of the unlock, held until then), and aborts if anything unwinds
-// between unlock and re-lock. No waiter record is referred to after its owner returns
-// (invariant 2).
+// between unlock and re-lock. No waiter record is referred to after its
+// owner returns (invariant 2).
 unsafe impl<P: Platform> RawCondvar for RawQCondvar<P> {
     #[allow(clippy::declare_interior_mutable_const)]
     #[cfg(not(loom))]
