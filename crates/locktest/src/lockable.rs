@@ -598,6 +598,24 @@ peer!(spin::RwLock, RwLock, [Send + Sync], write, read, try_write, try_read,
         let mut g = g.upgrade();
         w(seen, &mut g)
     }
+    // Without these two the defaults ran: a plain try-read for a
+    // "try-upgradable" and a blocking upgrade for a "try-upgrade".
+    fn try_with_upgradable<U>(&self, f: impl FnOnce(&T) -> U) -> Option<U> {
+        self.try_upgradeable_read().map(|g| f(&g))
+    }
+    fn with_upgradable_then_try_write<S, U>(
+        &self,
+        u: impl FnOnce(&T) -> S,
+        w: impl FnOnce(S, &mut T) -> U,
+        r: impl FnOnce(S, &T) -> U,
+    ) -> U {
+        let g = self.upgradeable_read();
+        let seen = u(&g);
+        match g.try_upgrade() {
+            Ok(mut g) => w(seen, &mut g),
+            Err(g) => r(seen, &g),
+        }
+    }
 });
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! What the torture checks, inside and beside every critical section.
 //!
 //! **Beside the lock** ([`Guarded`]), after locktorture's
-//! `lock_is_write_held`/`lock_is_read_held`: two counters of who is inside.
+//! `lock_is_write_held`/`lock_is_read_held`: counters of who is inside.
 //! A writer that enters must find no writer and no reader inside; a reader
-//! must find no writer (and, in a mutex, no other reader). They are atomics outside the protected data, so
+//! must find no writer (and, in a mutex, no other reader); an upgradable
+//! reader also no other upgradable reader. They are atomics outside the protected data, so
 //! they catch a lock that lets two holders overlap whatever the lock does
 //! with the data (and they are how the `busted` lock fails at once).
 //!
@@ -185,6 +186,7 @@ impl TortureData {
 struct Occupancy {
     writers: AtomicU32,
     readers: AtomicU32,
+    upgradable: AtomicU32,
 }
 
 /// A lock under torture and its occupancy counters.
@@ -247,6 +249,23 @@ impl<L: Lockable<TortureData>> Guarded<L> {
     /// The reader is leaving (call before the read unlock).
     pub fn reader_out(&self) {
         self.inside.readers.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// An upgradable reader is in (call inside the upgradable read, around
+    /// its read section); pair with `upgradable_out`. Upgradable readers
+    /// exclude each other.
+    pub fn upgradable_in(&self, me: u64) -> Check {
+        match self.inside.upgradable.fetch_add(1, Ordering::SeqCst) {
+            0 => Ok(()),
+            u => Err(format!(
+                "upgradable reader {me} got the lock while {u} upgradable reader(s) held it"
+            )),
+        }
+    }
+
+    /// The upgradable reader is leaving (or upgrading).
+    pub fn upgradable_out(&self) {
+        self.inside.upgradable.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// The lock's state and the occupancy counters, for a stall report.

@@ -8,15 +8,25 @@
 //! `--stat-interval` and at the end, then `End of test: SUCCESS` or
 //! `End of test: FAILURE` ([`output`]); the exit code is 1 if any lock
 //! failed. `busted`, a lock that does not lock, is the negative control:
-//! it must fail.
+//! it must fail. Before its threads start, each lock is probed where the
+//! answer is known ([`probe`]): on a free lock every try and timed try
+//! gets in, on a lock another thread holds for 400 ms every try misses and
+//! a timed try gives up after its timeout and well before the holder lets
+//! go, and a timed upgrade under a reader times out still holding its
+//! upgradable read (a threaded run cannot tell a try that never succeeds
+//! from contention). `mutants` (tests) breaks a correct lock one way at a
+//! time and checks that the torture fails each.
 //!
 //! [`run`] tortures one lock; this file validates the flags, runs every
 //! lock and writes the JSON.
 
 mod checks;
+#[cfg(test)]
+mod mutants;
 mod ops;
 mod output;
 mod perturb;
+mod probe;
 mod run;
 
 use crate::args::{self, MAX_THREADS, TortureArgs};
@@ -201,7 +211,11 @@ mod tests {
         }
         fn with_write<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
             let mut g = self.0.lock();
-            if !self.1.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            // Only in the run's threads (not in the probe before it).
+            let worker = std::thread::current()
+                .name()
+                .is_some_and(|n| n.starts_with("locktest-"));
+            if worker && !self.1.swap(true, std::sync::atomic::Ordering::Relaxed) {
                 std::thread::sleep(std::time::Duration::from_secs(3));
             }
             f(&mut g)

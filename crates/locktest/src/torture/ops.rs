@@ -266,6 +266,19 @@ fn read_body<L: Lockable<TortureData>>(
     entered.and(seen)
 }
 
+/// An upgradable read section on lock `g`: a read section that also
+/// finds no other upgradable reader inside.
+fn upgradable_body<L: Lockable<TortureData>>(
+    g: &Guarded<L>,
+    d: &TortureData,
+    a: &mut Actor,
+) -> Result<u64, String> {
+    let entered = g.upgradable_in(a.me);
+    let seen = read_body(g, d, a);
+    g.upgradable_out();
+    entered.and(seen)
+}
+
 /// Runs `op` on `main`, inside a random subset of `nested` taken in order.
 pub fn perform<L: Lockable<TortureData>>(
     main: &Guarded<L>,
@@ -354,10 +367,10 @@ fn on_main<L: Lockable<TortureData>>(g: &Guarded<L>, op: Op, a: &mut Actor) -> D
             first.and(second).map(drop).into()
         }
         Op::TryUpgradable => l
-            .try_with_upgradable(|d| read_body(g, d, a).map(drop))
+            .try_with_upgradable(|d| upgradable_body(g, d, a).map(drop))
             .map_or(Done::Missed, Done::from),
         Op::TimedUpgradable => l
-            .try_with_upgradable_for(TIMEOUT, |d| read_body(g, d, a).map(drop))
+            .try_with_upgradable_for(TIMEOUT, |d| upgradable_body(g, d, a).map(drop))
             .map_or(Done::Missed, Done::from),
         Op::Read => l.with_read(|d| read_body(g, d, a)).map(drop).into(),
         Op::ReadFair => l.with_read_fair(|d| read_body(g, d, a)).map(drop).into(),
@@ -389,7 +402,7 @@ fn on_main<L: Lockable<TortureData>>(g: &Guarded<L>, op: Op, a: &mut Actor) -> D
         Op::Upgrade => {
             let a = RefCell::new(a);
             l.with_upgradable_then_write(
-                |d| read_body(g, d, &mut a.borrow_mut()),
+                |d| upgradable_body(g, d, &mut a.borrow_mut()),
                 |seen, d| {
                     let now = d.counter();
                     let wrote = write_body(g, 0, d, &mut a.borrow_mut());
@@ -407,7 +420,7 @@ fn on_main<L: Lockable<TortureData>>(g: &Guarded<L>, op: Op, a: &mut Actor) -> D
         Op::TryUpgrade => {
             let a = RefCell::new(a);
             l.with_upgradable_then_try_write(
-                |d| read_body(g, d, &mut a.borrow_mut()),
+                |d| upgradable_body(g, d, &mut a.borrow_mut()),
                 |seen, d| upgraded(g, "try upgrade", seen, d, &mut a.borrow_mut()),
                 |seen, d| not_upgraded(g, "try upgrade failed", seen, d, &mut a.borrow_mut()),
             )
@@ -416,7 +429,7 @@ fn on_main<L: Lockable<TortureData>>(g: &Guarded<L>, op: Op, a: &mut Actor) -> D
             let a = RefCell::new(a);
             l.with_upgradable_then_write_for(
                 TIMEOUT,
-                |d| read_body(g, d, &mut a.borrow_mut()),
+                |d| upgradable_body(g, d, &mut a.borrow_mut()),
                 |seen, d| upgraded(g, "timed upgrade", seen, d, &mut a.borrow_mut()),
                 |seen, d| not_upgraded(g, "timed upgrade timed out", seen, d, &mut a.borrow_mut()),
             )
@@ -455,7 +468,7 @@ fn not_upgraded<L: Lockable<TortureData>>(
     a: &mut Actor,
 ) -> Done {
     std::thread::sleep(TIMEOUT);
-    match (seen, read_body(g, d, a)) {
+    match (seen, upgradable_body(g, d, a)) {
         (Ok(seen), Ok(now)) if seen == now => Done::Missed,
         (Ok(seen), Ok(now)) => Done::Failed(format!(
             "{what}, and a writer got in under the upgradable read (counter {seen} seen, \

@@ -80,6 +80,8 @@ impl Shared {
 /// Tortures lock type `L` (registry name `name`) under `p`; prints the
 /// locktorture lines as it goes and returns the record.
 pub fn run<L: Lockable<TortureData>>(name: &str, p: &Params) -> Result<Record, String> {
+    // The promises only a quiet lock can show kept (`probe`).
+    let probed = super::probe::probe::<L>();
     let main: Guarded<L> = Guarded::new();
     let nested: Vec<Guarded<L>> = (0..p.nested).map(|_| Guarded::new()).collect();
     let threads = p.writers + p.readers;
@@ -180,7 +182,12 @@ pub fn run<L: Lockable<TortureData>>(name: &str, p: &Params) -> Result<Record, S
             record.verdict = "FAILURE";
         }
     }
-    record.failures.splice(0..0, settled);
+    if !probed.is_empty() {
+        record.verdict = "FAILURE";
+    }
+    record
+        .failures
+        .splice(0..0, probed.into_iter().chain(settled));
     emit(&record.closing());
     Ok(record)
 }
