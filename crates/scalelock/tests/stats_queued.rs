@@ -772,28 +772,15 @@ fn percpu_writer_parks_on_a_fast_read() {
 /// counted nowhere).
 #[test]
 fn a_timed_percpu_write_that_timed_out_on_readers_counts_a_timeout() {
-    use std::sync::mpsc;
     static C: LockClass = LockClass::new("percpu-timed-write-readers");
     static L: PerCpuRwLock<u64> =
         PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&C)), 0);
     stats::enable();
-    let (held_tx, held_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
-    let reader = thread::spawn(move || {
-        for _ in 0..4 {
-            let _ = *L.read();
-        }
-        let g = L.read();
-        held_tx.send(()).unwrap();
-        go_rx.recv().unwrap();
-        drop(g);
-    });
-    held_rx.recv().unwrap();
+    let reader = hook_lock::FastReader::hold(&L);
     let t = std::time::Instant::now();
     assert!(L.try_write_for(Duration::from_millis(30)).is_none());
     assert!(t.elapsed() >= Duration::from_millis(30), "it waited");
-    go_tx.send(()).unwrap();
-    reader.join().unwrap();
+    reader.release();
 
     let c = stats::snapshot()
         .class("percpu-timed-write-readers")

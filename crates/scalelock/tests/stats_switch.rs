@@ -3,6 +3,8 @@
 //! Run: `cargo test -p scalelock --features stats --test stats_switch`
 #![cfg(feature = "stats")]
 
+mod hook_lock;
+
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -239,7 +241,6 @@ fn waits_begun_switched_off_count_no_events() {
 /// whole age as its cost).
 fn a_revocation_begun_switched_off_records_no_cost() {
     use scalelock::{PerCpuRwLock, RawPerCpuRwLock, hook};
-    use std::sync::mpsc;
     use std::thread;
     static C: LockClass = LockClass::new("switch-revocation-begun-off");
     static L: PerCpuRwLock<u64> =
@@ -251,18 +252,7 @@ fn a_revocation_begun_switched_off_records_no_cost() {
     stats::disable();
 
     // A reader holds a fast read; a writer revokes and waits for it.
-    let (held_tx, held_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
-    let reader = thread::spawn(move || {
-        for _ in 0..4 {
-            let _ = *L.read();
-        }
-        let g = L.read();
-        held_tx.send(()).unwrap();
-        go_rx.recv().unwrap();
-        drop(g);
-    });
-    held_rx.recv().unwrap();
+    let reader = hook_lock::FastReader::hold(&L);
     let writer = thread::spawn(|| *L.write() += 1);
     while !L.is_locked_exclusive() {
         thread::yield_now();
@@ -271,8 +261,7 @@ fn a_revocation_begun_switched_off_records_no_cost() {
     thread::sleep(Duration::from_millis(50));
     stats::enable();
     thread::sleep(Duration::from_millis(10));
-    go_tx.send(()).unwrap();
-    reader.join().unwrap();
+    reader.release();
     writer.join().unwrap();
 
     let snap = stats::snapshot();

@@ -171,3 +171,35 @@ pub fn class_stats(name: &str) -> scalelock::stats::ClassStats {
         .cloned()
         .unwrap_or_else(|| panic!("no statistics for class {name}"))
 }
+
+/// A thread holding a read of `lock` taken after a few others (the bias
+/// on: a fast read, in its slot), until [`FastReader::release`].
+pub struct FastReader {
+    go: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl FastReader {
+    /// Returns once the read is held.
+    pub fn hold(lock: &'static scalelock::PerCpuRwLock<u64>) -> Self {
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (go, go_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            for _ in 0..4 {
+                let _ = *lock.read();
+            }
+            let g = lock.read();
+            held_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            drop(g);
+        });
+        held_rx.recv().unwrap();
+        FastReader { go, thread }
+    }
+
+    /// Lets the read go and waits for the thread.
+    pub fn release(self) {
+        self.go.send(()).unwrap();
+        self.thread.join().unwrap();
+    }
+}
