@@ -15,18 +15,29 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering, compiler_fence, fence};
 
 use crate::platform::Platform;
 
+/// The figure used while nothing could be measured (the model checkers',
+/// and a platform whose clock did not advance yet): 2 ns.
+const UNMEASURED_X16: u64 = 32;
+
 /// A figure measured once per process: `measure`'s result on the first
-/// call, the cached one after. `cell` starts at `u32::MAX` (not measured
-/// yet; a measurement is kept below it, so 0 is a valid figure).
+/// call that gets one, the cached one after. `cell` starts at `u32::MAX`
+/// (not measured yet; a measurement is kept below it). A `measure` that
+/// could not time anything (`None`: a clock that did not advance, as a
+/// no_std platform's before its timer runs, or one without a clock)
+/// leaves the cell unmeasured and gives [`UNMEASURED_X16`]: caching a
+/// figure from a stopped clock would keep it for the process's life.
 #[cfg(not(any(loom, shuttle, miri)))]
-fn measured_once(cell: &AtomicU32, measure: impl FnOnce() -> u32) -> u64 {
+fn measured_once(cell: &AtomicU32, measure: impl FnOnce() -> Option<u32>) -> u64 {
     // Relaxed: a plain number; two first callers measure twice, harmlessly.
     match cell.load(Ordering::Relaxed) {
-        u32::MAX => {
-            let v = measure().min(u32::MAX - 1);
-            cell.store(v, Ordering::Relaxed);
-            u64::from(v)
-        }
+        u32::MAX => match measure() {
+            Some(v) => {
+                let v = v.min(u32::MAX - 1);
+                cell.store(v, Ordering::Relaxed);
+                u64::from(v)
+            }
+            None => UNMEASURED_X16,
+        },
         v => u64::from(v),
     }
 }
@@ -41,13 +52,13 @@ pub(super) fn full_fence_x16<P: Platform>() -> u64 {
 /// Under the model checkers and Miri nothing is timed: 2 ns.
 #[cfg(any(loom, shuttle, miri))]
 pub(super) fn full_fence_x16<P: Platform>() -> u64 {
-    32
+    UNMEASURED_X16
 }
 
 // With std the clock is std's, and `P` only matters without it.
 #[cfg_attr(feature = "std", allow(clippy::extra_unused_type_parameters))]
 #[cfg(not(any(loom, shuttle, miri)))]
-fn measure<P: Platform>() -> u32 {
+fn measure<P: Platform>() -> Option<u32> {
     const BATCH: u64 = 256;
     const ROUNDS: usize = 5;
     // Escaped, so that the compiler keeps every access (and the fences).
@@ -83,8 +94,12 @@ fn measure<P: Platform>() -> u32 {
         full = full.min(batch(true));
         plain = plain.min(batch(false));
     }
+    // A clock that did not move over a batch of fences timed nothing.
+    if full == 0 {
+        return None;
+    }
     let x16 = full.saturating_sub(plain).saturating_mul(16) / BATCH;
-    u32::try_from(x16).unwrap_or(u32::MAX).max(1)
+    Some(u32::try_from(x16).unwrap_or(u32::MAX).max(1))
 }
 
 #[cfg(all(test, feature = "std", not(any(loom, shuttle, miri))))]
@@ -100,5 +115,17 @@ mod tests {
         std::eprintln!("full fence: {first}/16 ns");
         assert!((1..16 * 1000).contains(&first), "{first}/16 ns");
         assert_eq!(full_fence_x16::<StdPlatform>(), first);
+    }
+
+    /// A clock that did not advance times nothing: the default figure is
+    /// used and nothing is cached, so that a later call, with the clock
+    /// running, measures (a stopped clock's 1/16 ns was kept for good).
+    #[test]
+    fn a_stopped_clock_caches_nothing() {
+        let cell = AtomicU32::new(u32::MAX);
+        assert_eq!(measured_once(&cell, || None), UNMEASURED_X16);
+        assert_eq!(cell.load(Ordering::Relaxed), u32::MAX);
+        assert_eq!(measured_once(&cell, || Some(40)), 40);
+        assert_eq!(measured_once(&cell, || Some(7)), 40, "cached");
     }
 }
