@@ -107,7 +107,9 @@ pub struct Record {
     pub reads: Role,
     /// Operations attempted, by name (`write`, `try-read`, `downgrade`...).
     pub ops: BTreeMap<&'static str, u64>,
-    /// Tries and timed tries that did not get the lock (not failures).
+    /// Tries and timed tries that did not get the lock, and try and timed
+    /// upgrades that did not upgrade (their upgradable read, held and
+    /// checked, is not counted as a write) (not failures).
     pub try_misses: u64,
     /// The first failures, in the order seen.
     pub failures: Vec<String>,
