@@ -161,6 +161,7 @@
 #![cfg_attr(not(feature = "std"), allow(rustdoc::broken_intra_doc_links))]
 #![warn(missing_docs)]
 
+mod bump;
 mod class;
 mod condvar;
 mod events;

@@ -304,6 +304,7 @@ use core::marker::PhantomData;
 
 use lock_api::{RawMutex, RawMutexFair};
 
+use crate::bump;
 use crate::class::{Access, ClassRef, LockKind};
 use crate::events::Events;
 use crate::hook::{self, Held};
@@ -1317,6 +1318,19 @@ unsafe impl<P: Platform> RawMutexFair for RawQSpinLock<P> {
         let addr = self.addr();
         self.core.release(true);
         guard.release(addr);
+    }
+
+    /// Lets the thread first in line have the lock, if any: a fair unlock
+    /// and a new `lock`; nothing if nobody waits on the word or in the
+    /// queue (a thread still spinning before it queues is not seen, as
+    /// parking_lot's `bump` does not see one that has not parked).
+    #[inline]
+    unsafe fn bump(&self, guard: &mut Held) {
+        if !self.core.has_waiter() {
+            return;
+        }
+        // SAFETY: we hold the lock, whose state is `guard`.
+        unsafe { bump::bump(guard, |held| self.unlock_fair(held), || self.lock()) }
     }
 }
 

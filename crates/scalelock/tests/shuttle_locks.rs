@@ -27,8 +27,8 @@ use std::time::Duration;
 
 use lock_api::{
     GuardSend, Mutex, MutexGuard, RawCondvar, RawMutex, RawMutexFair, RawRwLock,
-    RawRwLockDowngrade, RawRwLockUpgrade, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard,
-    RwLockWriteGuard,
+    RawRwLockDowngrade, RawRwLockFair, RawRwLockUpgrade, RawRwLockUpgradeFair, RwLock,
+    RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard,
 };
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
 use shuttle::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -36,7 +36,9 @@ use shuttle::thread;
 use shuttle::{Config, Runner};
 
 use scalelock::reader_table::SLOTS;
-use scalelock::{PerCpuRwLock, QRwLock, RawQCondvar, RawQSpinLock, RefreshOnce};
+use scalelock::{
+    PerCpuRwLock, QRwLock, RawPerCpuRwLock, RawQCondvar, RawQRwLock, RawQSpinLock, RefreshOnce,
+};
 
 /// PCT's bug depth: the number of priority change points plus one.
 const PCT_DEPTH: usize = 3;
@@ -181,8 +183,9 @@ fn qspinlock_ten_threads() {
     explore(10_000, 10_000, mutex_body::<RawQSpinLock>);
 }
 
-/// Twelve threads, all queueing (no `try_lock`), half releasing fairly:
-/// hand-offs down a queue longer than the node table.
+/// Twelve threads, all queueing (no `try_lock`), half releasing fairly and
+/// a quarter bumping (yielding to a waiter, if any, and going on): hand-offs
+/// down a queue longer than the node table.
 fn mutex_fair_queue_body<R: RawMutexFair + Send + Sync + 'static>() {
     let lock = Arc::new(Mutex::<R, u64>::new(0));
     let inside = Arc::new(Inside::new());
@@ -192,13 +195,18 @@ fn mutex_fair_queue_body<R: RawMutexFair + Send + Sync + 'static>() {
             for _ in 0..2 {
                 let mut guard = lock.lock();
                 inside.write(|| *guard += 1);
+                if i % 4 == 1 {
+                    MutexGuard::bump(&mut guard);
+                    inside.write(|| *guard += 1);
+                }
                 if i % 2 == 0 {
                     MutexGuard::unlock_fair(guard);
                 }
             }
         });
     }
-    assert_eq!(*lock.lock(), 24);
+    // 24 acquisitions, and 6 more increments after the bumps.
+    assert_eq!(*lock.lock(), 30);
     assert!(lock.try_lock().is_some(), "free lock refuses try_lock");
 }
 
@@ -908,13 +916,13 @@ fn checks_catch_locks_that_do_not_lock() {
     );
 }
 
-/// Six threads on one `QRwLock` through the untimed upgradable and fair
-/// paths: `bump` of reads, writes and upgradable reads, fair unlocks of
-/// upgradable reads, `try_upgrade`, `upgrade` then `downgrade`, beside
-/// plain reads and writes. Exclusion holds, every write lands, and the
-/// lock ends idle (nobody left waiting for a wake-up).
-fn qrwlock_upgrade_fair_bump_body() {
-    let lock = Arc::new(QRwLock::new(Pair::default()));
+/// Six threads on one `QRwLock` or `PerCpuRwLock` through the untimed
+/// upgradable and fair paths: `bump` of reads, writes and upgradable reads,
+/// fair unlocks of upgradable reads, `try_upgrade`, `upgrade` then
+/// `downgrade`, beside plain reads and writes. Exclusion holds, every write
+/// lands, and the lock ends idle (nobody left waiting for a wake-up).
+fn upgrade_fair_bump_body<R: RawRw + RawRwLockFair + RawRwLockUpgradeFair>() {
+    let lock = Arc::new(RwLock::<R, Pair>::new(Pair::default()));
     let inside = Arc::new(Inside::new());
     let writes = Arc::new(AtomicU64::new(0));
     {
@@ -988,5 +996,10 @@ fn qrwlock_upgrade_fair_bump_body() {
 
 #[test]
 fn qrwlock_upgrade_fair_bump() {
-    explore(4_000, 4_000, qrwlock_upgrade_fair_bump_body);
+    explore(4_000, 4_000, upgrade_fair_bump_body::<RawQRwLock>);
+}
+
+#[test]
+fn percpu_upgrade_fair_bump() {
+    explore(4_000, 4_000, upgrade_fair_bump_body::<RawPerCpuRwLock>);
 }

@@ -513,6 +513,127 @@ fn percpu_inhibited_read_waits_for_the_writer_contended() {
     assert_eq!((st.write.acquisitions, st.write.contended), (1, 0));
 }
 
+/// A bump with nobody waiting is no release: no new acquisition is
+/// counted (lock_api's default `bump` released and re-took a QSpinLock,
+/// and a PerCpuRwLock's write revoked the bias again), and the guard
+/// still holds the lock.
+#[test]
+fn bumps_with_nobody_waiting_release_nothing() {
+    stats_setup();
+    static QS: LockClass = LockClass::new("bump-idle-qspin");
+    static Q: QSpinLock<u64> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&QS)), 0);
+    static QR: LockClass = LockClass::new("bump-idle-qrw");
+    static R: QRwLock<u64> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&QR)), 0);
+    static PC: LockClass = LockClass::new("bump-idle-percpu");
+    static P: PerCpuRwLock<u64> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&PC)), 0);
+
+    let mut g = Q.lock();
+    for _ in 0..3 {
+        scalelock::QSpinLockGuard::bump(&mut g);
+        assert!(Q.try_lock().is_none(), "the bumped guard holds nothing");
+    }
+    drop(g);
+    let st = class_stats("bump-idle-qspin");
+    assert_eq!(
+        (st.write.acquisitions, st.write.hold.count),
+        (1, 1),
+        "{st:?}"
+    );
+
+    {
+        let mut r = R.read();
+        QRwLockReadGuard::bump(&mut r);
+        drop(r);
+        let mut w = R.write();
+        QRwLockWriteGuard::bump(&mut w);
+        drop(w);
+        let mut u = R.upgradable_read();
+        QRwLockUpgradableReadGuard::bump(&mut u);
+    }
+    // The upgradable read counts on the write row.
+    let st = class_stats("bump-idle-qrw");
+    assert_eq!(
+        (st.read.acquisitions, st.write.acquisitions),
+        (1, 2),
+        "{st:?}"
+    );
+
+    // A few reads first: the bias is on, the read below is a fast one.
+    for _ in 0..4 {
+        drop(P.read());
+    }
+    let before = class_stats("bump-idle-percpu");
+    {
+        let mut r = P.read();
+        lock_api::RwLockReadGuard::bump(&mut r);
+        assert!(P.try_write().is_none(), "the bumped read holds nothing");
+        drop(r);
+        let mut w = P.write();
+        for _ in 0..3 {
+            lock_api::RwLockWriteGuard::bump(&mut w);
+            assert!(P.try_read().is_none(), "the bumped write holds nothing");
+        }
+        drop(w);
+        let mut u = P.upgradable_read();
+        lock_api::RwLockUpgradableReadGuard::bump(&mut u);
+        assert!(
+            P.try_write().is_none(),
+            "the bumped upgradable holds nothing"
+        );
+    }
+    let st = class_stats("bump-idle-percpu");
+    assert_eq!(
+        (st.read.acquisitions, st.write.acquisitions),
+        (before.read.acquisitions + 1, before.write.acquisitions + 2),
+        "{st:?}"
+    );
+    assert_eq!(
+        st.events.revocations.count,
+        before.events.revocations.count + 1,
+        "one write, one revocation: {:?}",
+        st.events
+    );
+}
+
+/// A bump with a thread waiting hands the lock over: a QSpinLock's word
+/// waiter gets it reserved (a hand-off) and is done by the time the bump
+/// has re-taken it; a PerCpuRwLock's write lets a queued reader in.
+#[test]
+fn bumps_with_a_waiter_hand_the_lock_over() {
+    stats_setup();
+    static QS: LockClass = LockClass::new("bump-busy-qspin");
+    static Q: QSpinLock<u64> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&QS)), 0);
+    thread::scope(|s| {
+        let mut g = Q.lock();
+        s.spawn(|| *Q.lock() += 1);
+        wait_until("the waiter is the word waiter", || {
+            events("bump-busy-qspin").pending_path == 1
+        });
+        scalelock::QSpinLockGuard::bump(&mut g);
+        assert_eq!(*g, 1, "the waiter had the lock during the bump");
+    });
+    let e = class_stats("bump-busy-qspin").events;
+    assert_eq!(e.handoffs, 1, "{e:?}");
+
+    static PC: LockClass = LockClass::new("bump-busy-percpu");
+    static P: PerCpuRwLock<u64> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&PC)), 0);
+    assert_eq!(*P.read(), 0);
+    let seen = std::sync::atomic::AtomicU64::new(u64::MAX);
+    thread::scope(|s| {
+        let mut w = P.write();
+        *w = 1;
+        s.spawn(|| seen.store(*P.read(), std::sync::atomic::Ordering::SeqCst));
+        wait_until("the reader is contended", || {
+            read_contended("bump-busy-percpu") == 1
+        });
+        lock_api::RwLockWriteGuard::bump(&mut w);
+        *w = 2;
+    });
+    assert_eq!(seen.into_inner(), 1, "the reader got in during the bump");
+}
+
 fn events(name: &str) -> stats::Events {
     stats::snapshot()
         .class(name)

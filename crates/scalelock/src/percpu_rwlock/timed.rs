@@ -26,10 +26,11 @@ use core::marker::PhantomData;
 use core::time::Duration;
 
 use lock_api::{
-    GuardSend, RawRwLock, RawRwLockFair, RawRwLockTimed, RawRwLockUpgradeFair,
+    GuardSend, RawRwLock, RawRwLockFair, RawRwLockTimed, RawRwLockUpgrade, RawRwLockUpgradeFair,
     RawRwLockUpgradeTimed,
 };
 
+use crate::bump;
 use crate::class::{Access, LockKind};
 use crate::hook::{self, Held, Pending};
 use crate::platform::{Platform, TimedPlatform};
@@ -292,6 +293,43 @@ unsafe impl<P: Platform> RawRwLockFair for RawPerCpuRwLock<P> {
         self.inner.unlock_exclusive_fair();
         token.held.release(addr);
     }
+
+    /// Lets a waiting thread have the lock, if any: a fair unlock and a new
+    /// read; nothing if nobody waits. Whoever waits for a read waits on
+    /// the underlying lock: a writer queues there, or holds it while it
+    /// revokes the bias (waiting for fast reads like ours), and an upgrader
+    /// holds its queue lock.
+    unsafe fn bump_shared(&self, token: &mut PerCpuReadToken) {
+        if self.inner.nobody_waits(false) && !self.inner.is_locked_exclusive() {
+            return;
+        }
+        // SAFETY: we hold a read, whose state is `token`.
+        unsafe {
+            bump::bump(
+                token,
+                |held| self.unlock_shared_fair(held),
+                || self.lock_shared(),
+            );
+        }
+    }
+
+    /// As `bump_shared`, for the write lock: nothing if nobody waits (a
+    /// reader stepping aside from our revocation queues on the underlying
+    /// lock). A bump that yields pays a revocation on re-taking the lock if
+    /// the bias came back meanwhile.
+    unsafe fn bump_exclusive(&self, token: &mut PerCpuWriteToken) {
+        if self.inner.nobody_waits(false) {
+            return;
+        }
+        // SAFETY: we hold the write lock, whose state is `token`.
+        unsafe {
+            bump::bump(
+                token,
+                |held| self.unlock_exclusive_fair(held),
+                || self.lock_exclusive(),
+            );
+        }
+    }
 }
 
 // SAFETY: the underlying lock's fair upgradable unlock; as
@@ -302,5 +340,20 @@ unsafe impl<P: Platform> RawRwLockUpgradeFair for RawPerCpuRwLock<P> {
         // SAFETY: we hold an upgradable read (caller's contract).
         unsafe { self.inner.unlock_upgradable_fair() };
         guard.release(addr);
+    }
+
+    /// As `bump_shared`, for the upgradable read: the underlying lock's.
+    unsafe fn bump_upgradable(&self, guard: &mut Held) {
+        if self.inner.nobody_waits(true) {
+            return;
+        }
+        // SAFETY: we hold an upgradable read, whose state is `guard`.
+        unsafe {
+            bump::bump(
+                guard,
+                |held| self.unlock_upgradable_fair(held),
+                || self.lock_upgradable(),
+            );
+        }
     }
 }

@@ -10,6 +10,7 @@ use lock_api::{
     RawRwLockUpgradeTimed,
 };
 
+use crate::bump;
 use crate::class::{Access, LockKind};
 use crate::events::Events;
 use crate::hook::{self, Held, Pending};
@@ -202,32 +203,6 @@ impl<P: Platform> RawQRwLock<P> {
     }
 }
 
-/// A bump's re-acquisition (`bump_*`), made when this is dropped: after
-/// the fair release, or while a panic unwinds out of it (a long-hold hook
-/// that panics in the release's hooks): lock_api lets a bump unwind only
-/// with the hold restored, since the guard that owns it stays alive and
-/// unlocks at its drop. If the re-acquisition itself panics (a lockdep
-/// report), the process aborts, as lock_api's own `bump_*` do.
-pub(crate) struct Relock<'a, F: FnMut() -> Held> {
-    pub(crate) guard: &'a mut Held,
-    pub(crate) relock: F,
-}
-
-impl<F: FnMut() -> Held> Drop for Relock<'_, F> {
-    fn drop(&mut self) {
-        /// Panics while a panic of the re-acquisition unwinds: an abort.
-        struct AbortOnUnwind;
-        impl Drop for AbortOnUnwind {
-            fn drop(&mut self) {
-                panic!("aborting: a bump could not re-acquire its lock");
-            }
-        }
-        let abort = AbortOnUnwind;
-        *self.guard = (self.relock)();
-        core::mem::forget(abort);
-    }
-}
-
 /// Ends a timed acquisition's hooks.
 #[inline]
 pub(crate) fn timed_end(p: Pending, acquired: bool) -> Option<Held> {
@@ -336,15 +311,14 @@ unsafe impl<P: Platform> RawRwLockFair for RawQRwLock<P> {
         if self.core.nobody_waits(false) {
             return;
         }
-        let held = core::mem::replace(guard, Held::NONE);
-        // Re-taken when `_relock` drops: after the release, or while a
-        // panic of its hooks unwinds out of it.
-        let _relock = Relock {
-            guard,
-            relock: || self.lock_shared(),
-        };
-        // SAFETY: we hold a read lock, whose state was `guard`.
-        unsafe { self.unlock_shared_fair(held) };
+        // SAFETY: we hold a read lock, whose state is `guard`.
+        unsafe {
+            bump::bump(
+                guard,
+                |held| self.unlock_shared_fair(held),
+                || self.lock_shared(),
+            );
+        }
     }
 
     /// As `bump_shared`, for the write lock.
@@ -352,15 +326,14 @@ unsafe impl<P: Platform> RawRwLockFair for RawQRwLock<P> {
         if self.core.nobody_waits(false) {
             return;
         }
-        let held = core::mem::replace(guard, Held::NONE);
-        // Re-taken when `_relock` drops: after the release, or while a
-        // panic of its hooks unwinds out of it.
-        let _relock = Relock {
-            guard,
-            relock: || self.lock_exclusive(),
-        };
-        // SAFETY: we hold the write lock, whose state was `guard`.
-        unsafe { self.unlock_exclusive_fair(held) };
+        // SAFETY: we hold the write lock, whose state is `guard`.
+        unsafe {
+            bump::bump(
+                guard,
+                |held| self.unlock_exclusive_fair(held),
+                || self.lock_exclusive(),
+            );
+        }
     }
 }
 
@@ -379,14 +352,13 @@ unsafe impl<P: Platform> RawRwLockUpgradeFair for RawQRwLock<P> {
         if self.core.nobody_waits(true) {
             return;
         }
-        let held = core::mem::replace(guard, Held::NONE);
-        // Re-taken when `_relock` drops: after the release, or while a
-        // panic of its hooks unwinds out of it.
-        let _relock = Relock {
-            guard,
-            relock: || self.lock_upgradable(),
-        };
-        // SAFETY: we hold an upgradable read, whose state was `guard`.
-        unsafe { self.unlock_upgradable_fair(held) };
+        // SAFETY: we hold an upgradable read, whose state is `guard`.
+        unsafe {
+            bump::bump(
+                guard,
+                |held| self.unlock_upgradable_fair(held),
+                || self.lock_upgradable(),
+            );
+        }
     }
 }
