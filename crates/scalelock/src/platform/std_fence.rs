@@ -21,7 +21,8 @@
 //! both sides are `fence(SeqCst)`. A seccomp filter installed after the
 //! registration that refuses `membarrier` leaves no ordering to fall back
 //! on: the first heavy fence then aborts with a message that says so
-//! (`tests/membarrier_seccomp.rs`). Under Miri the model
+//! (`tests/membarrier_seccomp.rs`); a barrier that fails for want of
+//! kernel memory (`ENOMEM`) is tried again (`barrier_retrying`). Under Miri the model
 //! cannot express membarrier, so both sides are real fences.
 
 use core::sync::atomic::{Ordering, compiler_fence, fence};
@@ -141,8 +142,37 @@ pub(super) fn heavy() {
     #[cfg(all(target_os = "linux", not(miri)))]
     if asymmetric() {
         use rustix::thread::{MembarrierCommand, membarrier};
-        if let Err(e) = membarrier(MembarrierCommand::PrivateExpedited) {
+        if let Err(e) = barrier_retrying(|| membarrier(MembarrierCommand::PrivateExpedited)) {
             membarrier_refused(e);
+        }
+    }
+}
+
+/// Issues a barrier with `call`, again while the kernel answers `ENOMEM`:
+/// on kernels built with `CONFIG_CPUMASK_OFFSTACK` (a large `NR_CPUS`, as
+/// in distributions' kernels for many-CPU hosts) each barrier allocates a
+/// CPU mask and fails with `ENOMEM` when that allocation does, a passing
+/// shortage the heavy side can wait out (the light sides rely on the
+/// barrier: there is nothing to fall back on). Between tries it yields,
+/// then sleeps from 1 us up to 1 ms. Any other error is returned.
+#[cfg(all(target_os = "linux", not(miri)))]
+#[cold]
+#[inline(never)]
+fn barrier_retrying(
+    mut call: impl FnMut() -> Result<(), rustix::io::Errno>,
+) -> Result<(), rustix::io::Errno> {
+    let mut pause_us = 0u64;
+    loop {
+        match call() {
+            Err(rustix::io::Errno::NOMEM) => {}
+            answer => return answer,
+        }
+        if pause_us == 0 {
+            std::thread::yield_now();
+            pause_us = 1;
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(pause_us));
+            pause_us = (pause_us * 2).min(1000);
         }
     }
 }
@@ -186,6 +216,30 @@ mod tests {
     #[ignore = "run in a child process by decided_at_program_start"]
     fn child_finds_the_fences_decided() {
         assert!(MODE.decided().is_some(), "undecided at the first use");
+    }
+
+    /// A barrier the kernel could not allocate for (`ENOMEM`) is tried
+    /// again until it is made (it aborted the process); other errors come
+    /// back at once.
+    #[test]
+    fn a_barrier_short_of_memory_is_tried_again() {
+        use rustix::io::Errno;
+        let mut calls = 0;
+        let answer = barrier_retrying(|| {
+            calls += 1;
+            if calls <= 5 {
+                Err(Errno::NOMEM)
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!((answer, calls), (Ok(()), 6));
+        let mut calls = 0;
+        let answer = barrier_retrying(|| {
+            calls += 1;
+            Err(Errno::PERM)
+        });
+        assert_eq!((answer, calls), (Err(Errno::PERM), 1));
     }
 
     /// The process registers for `membarrier` before `main`, not at its
