@@ -155,6 +155,19 @@ unsafe impl<const FENCE_NS: u64, const STEP_NS: u64, const CLOCK: usize> Platfor
     }
 }
 
+// Timeouts on the test platform's clock (stepped or manual where chosen).
+impl<const FENCE_NS: u64, const STEP_NS: u64, const CLOCK: usize> crate::platform::TimedPlatform
+    for TestPlatform<FENCE_NS, STEP_NS, CLOCK>
+{
+    type Instant = crate::platform::ClockInstant;
+    fn deadline_ns(deadline: &Self::Instant) -> u64 {
+        deadline.as_ns()
+    }
+    fn instant_after(timeout: core::time::Duration) -> Option<Self::Instant> {
+        crate::platform::ClockInstant::now::<Self>().checked_add(timeout)
+    }
+}
+
 type Raw = RawPerCpuRwLock<TestPlatform>;
 /// On a clock that moves 1 us per reading.
 type SteppedRaw = RawPerCpuRwLock<TestPlatform<0, 1_000>>;
@@ -398,6 +411,38 @@ fn bravo_inhibits_then_slow_reader_restores() {
         }
     }
     assert!(reenabled);
+}
+
+/// A timed write that finds the lock inhibited and free takes it at once
+/// and reads no clock: its deadline is computed only where it would wait
+/// (it was computed for the revocation step even with nothing to revoke).
+#[test]
+fn a_timed_write_taken_at_once_reads_no_clock() {
+    use lock_api::RawRwLockTimed;
+    static TABLE: ReaderTable = ReaderTable::with_inhibition(9);
+    let raw = SteppedRaw::with_table(&TABLE);
+    let t = raw.lock_shared();
+    // SAFETY: from `lock_shared` above.
+    unsafe { raw.unlock_shared(t) };
+    // Writes back to back inhibit (as in `bravo_inhibits_then_slow_reader_restores`).
+    for _ in 0..2 {
+        let w = raw.lock_exclusive();
+        // SAFETY: from `lock_exclusive` above.
+        unsafe { raw.unlock_exclusive(w) };
+    }
+    assert_eq!(raw.state.load(O::Relaxed) & (FAST | SYM), 0, "inhibited");
+    let before = STEPPED_CLOCK.with(core::cell::Cell::get);
+    let w = raw
+        .try_lock_exclusive_for(core::time::Duration::from_secs(1))
+        .expect("a free lock");
+    let after = STEPPED_CLOCK.with(core::cell::Cell::get);
+    // SAFETY: from `try_lock_exclusive_for` above.
+    unsafe { raw.unlock_exclusive(w) };
+    assert_eq!(
+        (after - before) / 1_000,
+        0,
+        "clock reads of the timed write"
+    );
 }
 
 #[test]

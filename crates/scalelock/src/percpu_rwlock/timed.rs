@@ -37,7 +37,7 @@ use crate::platform::{Platform, TimedPlatform};
 use crate::sync::atomic::Ordering;
 use crate::wait::Deadline;
 
-use super::{PerCpuReadToken, PerCpuWriteToken, RawPerCpuRwLock};
+use super::{FAST, ID_MASK, PerCpuReadToken, PerCpuWriteToken, RawPerCpuRwLock};
 
 impl<P: Platform> RawPerCpuRwLock<P> {
     #[inline]
@@ -115,7 +115,16 @@ impl<P: Platform> RawPerCpuRwLock<P> {
             p.timed_out();
             return None;
         }
-        match self.revoke_and_decide_until(lazy.get()) {
+        // With the underlying write lock held the state is ours alone: an
+        // inhibited lock with an id has no fast reader to wait for, and
+        // its revocation step needs no deadline (no clock read).
+        let s = self.state.load(Ordering::Relaxed);
+        let revoke_by = if s & FAST == 0 && s & ID_MASK != 0 {
+            Deadline::NEVER
+        } else {
+            lazy.get()
+        };
+        match self.revoke_and_decide_until(revoke_by) {
             Some(next) => Some(PerCpuWriteToken {
                 next,
                 held: p.acquired(),
