@@ -20,8 +20,9 @@
 //! Linux user space by [`platform::StdPlatform`] (feature `std`, default).
 //! `QSpinLock`, `QRwLock` and `PerCpuRwLock` also implement lock_api's
 //! timed and fair traits (`try_lock_for`, `try_write_until`,
-//! `try_upgradable_read_for`, `try_upgrade_for`, `unlock_fair`, `bump`;
-//! not `RawRwLockUpgradeDowngrade`, see [`RawQRwLock`]); the timed ones need
+//! `try_upgradable_read_for`, `try_upgrade_for`, `unlock_fair`, `bump`
+//! (which releases nothing when nobody waits); not
+//! `RawRwLockUpgradeDowngrade`, see [`RawQRwLock`]); the timed ones need
 //! a platform with a clock ([`platform::TimedPlatform`]; `StdPlatform` takes
 //! `std::time::Instant`). A waiter that times out leaves no trace in the
 //! lock (for `QSpinLock`: it leaves the MCS queue, after Linux's `osq_lock`
