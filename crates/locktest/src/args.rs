@@ -235,10 +235,12 @@ pub fn check_threads(flag: &str, t: usize) -> Result<usize, Usage> {
     }
 }
 
-/// Thread counts, checked, duplicates dropped; `default` when none given.
+/// Thread counts, checked, duplicates dropped; `default` when none given
+/// (capped at [`MAX_THREADS`]: on a machine of more than 512 CPUs, 8×cores
+/// made the run with no flags fail with "--threads: ... is more than 4096").
 pub fn thread_list(given: &[usize], default: Vec<usize>) -> Result<Vec<usize>, Usage> {
     let list = if given.is_empty() {
-        default
+        default.into_iter().map(|t| t.min(MAX_THREADS)).collect()
     } else {
         given.to_vec()
     };
@@ -269,5 +271,22 @@ pub fn check_rounds(r: u32) -> Result<u32, Usage> {
         Err(Usage("--rounds: must be at least 1".into()))
     } else {
         Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The defaults are multiples of the core count that no user typed: on
+    /// a machine of 600 CPUs, `locktest` with no flags refused 4,800 threads
+    /// as a bad `--threads` (exit 2).
+    #[test]
+    fn default_thread_counts_on_a_big_machine_are_capped_not_refused() {
+        let c = 600;
+        let list = thread_list(&[], vec![1, c, 4 * c, 8 * c]).map_err(|e| e.0);
+        assert_eq!(list, Ok(vec![1, 600, 2400, MAX_THREADS]));
+        // A count the user gave is still checked.
+        assert!(thread_list(&[8 * c], vec![1]).is_err());
     }
 }

@@ -77,8 +77,9 @@ fn sample<L: BenchRw>(threads: usize, read_pct: u64, runtime: Duration) -> Sampl
     let counts = timed(
         threads,
         runtime,
-        Arc::new(L::new()),
-        move |t, lock: &L, stop| {
+        // A line of its own (see the qspinlock bench).
+        Arc::new(CachePadded::new(L::new())),
+        move |t, lock: &CachePadded<L>, stop| {
             let mut ops = CachePadded::new(0u64);
             let mut rng = (t as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             while !stop.load(Ordering::Relaxed) {

@@ -65,7 +65,10 @@ struct Sample {
 }
 
 fn sample<M: BenchMutex>(threads: usize, runtime: Duration) -> Sample {
-    let counts = timed(threads, runtime, Arc::new(M::new()), |_, lock: &M, stop| {
+    // The lock on a line of its own, as locktest's: where the allocator put
+    // it beside other blocks changed with each lock type's size.
+    let lock = Arc::new(CachePadded::new(M::new()));
+    let counts = timed(threads, runtime, lock, |_, lock: &CachePadded<M>, stop| {
         let mut ops = CachePadded::new(0u64);
         while !stop.load(Ordering::Relaxed) {
             // load = 1: one unit of work on the protected data.
@@ -117,6 +120,15 @@ fn main() {
     let only: Option<Vec<String>> = std::env::var("LOCKS")
         .ok()
         .map(|s| s.split(',').map(str::to_string).collect());
+    // A name not in the list (a typo) ran pl-mutex and unlocked alone,
+    // silently.
+    for w in only.iter().flatten() {
+        let known: Vec<&str> = locks.iter().map(|(n, _)| *n).collect();
+        assert!(
+            known.contains(&w.as_str()),
+            "LOCKS: no lock named {w:?} (known: {known:?})"
+        );
+    }
     let locks: Vec<_> = locks
         .into_iter()
         .filter(|(n, _)| {

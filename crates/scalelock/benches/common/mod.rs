@@ -8,6 +8,8 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crossbeam_utils::CachePadded;
+
 /// `key` from the environment, or `default`.
 pub fn env_or(key: &str, default: &str) -> String {
     std::env::var(key).unwrap_or_else(|_| default.to_string())
@@ -71,6 +73,28 @@ pub fn alternating<S>(
     samples
 }
 
+/// Ops between two writes of one thread for a read share of `reads` %
+/// (0: never). Only shares whose write period is a whole number of ops
+/// (100 - 100/n: 0, 50, 75, 80, 90, 95, 99, 99.9...) can be run by a
+/// period; any other share is refused, not rounded to a neighbour's.
+pub fn write_period(reads: f64) -> u64 {
+    assert!(
+        (0.0..=100.0).contains(&reads),
+        "READS: {reads} is not a share of 0-100%"
+    );
+    if reads >= 100.0 {
+        return 0;
+    }
+    let period = 100.0 / (100.0 - reads);
+    let whole = period.round();
+    assert!(
+        (period - whole).abs() <= 1e-6 * period,
+        "READS: {reads}% reads is not one write every whole number of ops \
+         (a period of {period:.3}); use 100 - 100/n (50, 75, 80, 90, 95, 99, 99.9, ...)"
+    );
+    whole as u64
+}
+
 /// What one timed run of threads did: each thread's operation count and
 /// the time from their common start to the last one's exit.
 pub struct Counts {
@@ -103,7 +127,10 @@ where
     S: Send + Sync + 'static,
     W: Fn(usize, &S, &AtomicBool) -> u64 + Copy + Send + 'static,
 {
-    let stop = Arc::new(AtomicBool::new(false));
+    // A line of its own: every worker reads the flag once per operation
+    // (or per batch), and where the allocator put it (on the measured
+    // lock's line or not) changed with each lock type's size.
+    let stop = Arc::new(CachePadded::new(AtomicBool::new(false)));
     let barrier = Arc::new(Barrier::new(threads + 1));
     let handles: Vec<_> = (0..threads)
         .map(|t| {
