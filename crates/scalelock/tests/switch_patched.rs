@@ -7,7 +7,8 @@
 //! the switch is on. Then the same in a child process with patching
 //! refused (`SCALELOCK_NO_CODE_PATCHING=1`): the hooks load the switch and
 //! count the same.
-//! One test: the switch and the code are process-wide.
+//! One test in this process: the switch and the code are process-wide
+//! (the other, a sandbox set up after the first patch, runs in a child).
 //! Run: `cargo test -p scalelock --release --features stats --test switch_patched`
 #![cfg(feature = "stats")]
 
@@ -50,8 +51,16 @@ const NO_PATCHING: &str = "SCALELOCK_NO_CODE_PATCHING";
 
 #[test]
 fn the_sites_follow_the_switch() {
-    let refused = std::env::var_os(NO_PATCHING).is_some();
-    follow_the_switch(!refused && cfg!(all(target_arch = "x86_64", target_os = "linux")));
+    // As the crate reads it: any value but empty or `0` refuses.
+    let refused = std::env::var_os(NO_PATCHING).is_some_and(|v| !v.is_empty() && v != "0");
+    follow_the_switch(
+        !refused
+            && cfg!(all(
+                target_arch = "x86_64",
+                target_os = "linux",
+                target_pointer_width = "64"
+            )),
+    );
     if refused {
         return;
     }
@@ -159,4 +168,68 @@ fn follow_the_switch(expect_patching: bool) {
         *m.lock() += 1;
     }
     assert_eq!(counts(), before);
+}
+
+/// A program that sandboxes itself after the sites were patched off:
+/// `prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN)` (Linux 6.3; a seccomp
+/// filter refusing writable-and-executable `mprotect` does the same), so
+/// that code pages can no longer be made writable. Switching on then
+/// fails to patch, and the sites must still end up saying "may be on":
+/// the acquisitions made while on are counted. In a child process (the
+/// switch, the code and the prctl are process-wide; the prctl cannot be
+/// undone).
+#[test]
+fn a_sandbox_after_the_patch_loses_no_acquisition() {
+    const CHILD: &str = "SCALELOCK_TEST_MDWE_CHILD";
+    const NAME: &str = "a_sandbox_after_the_patch_loses_no_acquisition";
+    if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        return;
+    }
+    if std::env::var_os(CHILD).is_none() {
+        let child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--nocapture"])
+            .env(CHILD, "1")
+            .env_remove(NO_PATCHING)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&child.stdout);
+        let err = String::from_utf8_lossy(&child.stderr);
+        assert!(child.status.success(), "child failed:\n{out}\n{err}");
+        assert!(out.contains("1 passed"), "child ran no test:\n{out}");
+        return;
+    }
+    #[cfg(feature = "lockdep")]
+    scalelock::lockdep::set_enabled(false);
+    static K: LockClass = LockClass::new("patched-sandboxed");
+    let m = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&K)), 0u64);
+    *m.lock() += 1;
+    if !scalelock::hook::switch_is_patched() {
+        return; // patching refused here already
+    }
+    // PR_SET_MDWE (65), PR_MDWE_REFUSE_EXEC_GAIN (1).
+    let ret: isize;
+    // SAFETY: a raw prctl(2) with integer arguments.
+    unsafe {
+        core::arch::asm!("syscall", inlateout("rax") 157isize => ret,
+            in("rdi") 65usize, in("rsi") 1usize, in("rdx") 0usize, in("r10") 0usize,
+            in("r8") 0usize, lateout("rcx") _, lateout("r11") _, options(nostack));
+    }
+    if ret != 0 {
+        println!("PR_SET_MDWE refused ({ret}): kernel before 6.3");
+        return;
+    }
+    stats::enable();
+    for _ in 0..10 {
+        *m.lock() += 1;
+    }
+    stats::disable();
+    let counted = stats::snapshot()
+        .class("patched-sandboxed")
+        .map_or(0, |c| c.write.acquisitions);
+    assert_eq!(
+        counted,
+        10,
+        "switch_is_patched: {}",
+        scalelock::hook::switch_is_patched()
+    );
 }

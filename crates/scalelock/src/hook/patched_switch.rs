@@ -15,7 +15,7 @@
 //!
 //! # The site
 //! Every inlined [`may_be_on`] emits one `mov` and records the address of
-//! its immediate's low byte in the `scalelock_switch_sites` section (the
+//! its immediate's low byte in the `scalelock_switch_sites64` section (the
 //! linker brackets the section with `__start_`/`__stop_` symbols). Sites are
 //! assembled as 1: unpatched code is correct whatever the switch says,
 //! because the path a 1 leads to loads the switch itself
@@ -30,7 +30,7 @@
 //! and a jump, with the switch folded into the mask (the immediate's high
 //! byte: 0x80 = may be on, 0 = off; the word has its top bit set whenever
 //! the caller's path must not run with the hooks on, so 0x80 sends it to
-//! the caller's second look), in the `scalelock_mask_sites` section. There
+//! the caller's second look), in the `scalelock_mask_sites64` section. There
 //! the jump replaces the one the path has anyway, so it costs no
 //! instruction.
 //!
@@ -51,7 +51,10 @@
 //! `execmem` denial, PaX), or a site does not hold the instruction the
 //! table names, patching stops for good and every site keeps (or gets back) its
 //! 1: the hooks then load the switch, as without this module, and count
-//! correctly. The environment variable `SCALELOCK_NO_CODE_PATCHING=1`
+//! correctly. (A site patched to 0 on a page that can no longer be made
+//! writable, a sandbox set up since, gets its 1 back through
+//! `/proc/self/mem`; a kernel that refuses that too leaves it saying
+//! "off".) The environment variable `SCALELOCK_NO_CODE_PATCHING=1`
 //! asks for that from the start. [`patched`] tells which.
 //!
 //! Two semver-incompatible copies of this crate in one program share the
@@ -72,32 +75,39 @@ use super::active;
 
 /// The two site sections' names (macros: `asm!` takes only literals), one
 /// for the sites' entries and the reader of the tables.
+/// (`64`: their entries are two absolute addresses; a copy of the crate
+/// whose entries were two 32-bit offsets named them without it, and the
+/// two layouts must not share a section.)
 macro_rules! mov_sites {
     () => {
-        "scalelock_switch_sites"
+        "scalelock_switch_sites64"
     };
 }
 macro_rules! mask_sites {
     () => {
-        "scalelock_mask_sites"
+        "scalelock_mask_sites64"
     };
 }
 
 /// A site's entry in `$section`, in the `asm!` of the instruction it
-/// names, right after the label `2:` that ends it: the patched byte (`$back`
-/// bytes before the label) and the switch (operand `flag`), each relative
-/// to its field ([`Site`]).
+/// names, right after the label `2:` that ends it: the address of the
+/// patched byte (`$back` bytes before the label) and of the switch
+/// (operand `flag`) ([`Site`]). Absolute addresses in a writable section:
+/// the switch is an exported symbol wherever the crate is linked into a
+/// Rust `dylib`, and a PC-relative reference to it from data cannot be
+/// linked into a shared object (`R_X86_64_PC32 cannot be used against
+/// symbol`); an absolute one is a dynamic relocation like any pointer.
 macro_rules! site_entry {
     ($section:expr, $back:literal) => {
         concat!(
             ".pushsection ",
             $section,
-            ", \"aR\"\n",
-            ".balign 4\n",
-            ".long 2b - ",
+            ", \"awR\"\n",
+            ".balign 8\n",
+            ".quad 2b - ",
             $back,
-            " - .\n",
-            ".long {flag} - .\n",
+            "\n",
+            ".quad {flag}\n",
             ".popsection"
         )
     };
@@ -172,18 +182,12 @@ pub(crate) const MASK_SITE_LOWS: [u8; 2] = [1, 3];
 pub(crate) const MASK_SITE_BIT: usize = 1 << (usize::BITS - 1);
 
 /// One entry of a site section, as [`may_be_on`] and
-/// [`masked_or_may_be_on`] write them.
+/// [`masked_or_may_be_on`] write them: the patched byte's address and the
+/// switch's.
 #[repr(C)]
 struct Site {
-    imm: i32,
-    flag: i32,
-}
-
-impl Site {
-    /// The address a field's offset points to.
-    fn resolve(field: &i32) -> usize {
-        (field as *const i32 as usize).wrapping_add(*field as isize as usize)
-    }
+    imm: u64,
+    flag: u64,
 }
 
 /// The two kinds of site, each in a section of its own.
@@ -240,9 +244,9 @@ macro_rules! section {
         // SAFETY: two address computations; the entry pushed is data.
         unsafe {
             asm!(
-                concat!(".pushsection ", $name, ", \"aR\""),
-                ".balign 4",
-                ".long 0, 0",
+                concat!(".pushsection ", $name, ", \"awR\""),
+                ".balign 8",
+                ".quad 0, 0",
                 ".popsection",
                 // Hidden: this program's (or shared object's) own table,
                 // addressable PC-relative in a shared object too.
@@ -257,8 +261,9 @@ macro_rules! section {
         }
         let len = (stop as usize - start as usize) / core::mem::size_of::<Site>();
         // SAFETY: the linker's bracketing symbols delimit an array of
-        // `Site`s (every contribution is 4-aligned, 8 bytes per entry, no
-        // padding between them), read-only for the whole run.
+        // `Site`s (every contribution is 8-aligned, 16 bytes per entry, no
+        // padding between them), written only by the dynamic linker's
+        // relocations, before any of this code runs.
         unsafe { core::slice::from_raw_parts(start, len) }
     }};
 }
@@ -280,8 +285,8 @@ fn our_sites() -> impl Iterator<Item = (Kind, usize)> {
     [Kind::Mov, Kind::Mask].into_iter().flat_map(move |kind| {
         sites(kind)
             .iter()
-            .filter(move |s| s.imm != 0 && Site::resolve(&s.flag) == flag)
-            .map(move |s| (kind, Site::resolve(&s.imm)))
+            .filter(move |s| s.imm != 0 && s.flag == flag as u64)
+            .map(move |s| (kind, s.imm as usize))
     })
 }
 
@@ -484,19 +489,36 @@ fn write_sites(on: bool) -> Result<(), ()> {
 }
 
 /// After a failure: every site of ours that still holds its instruction
-/// back to "may be on", going on past any that fail (the pages that could
-/// be made writable before can be again).
+/// back to "may be on", going on past any that fail. A page that can no
+/// longer be made writable (a sandbox set up since the sites were patched
+/// off: `PR_SET_MDWE`, a seccomp filter on `mprotect`) gets the byte
+/// through `/proc/self/mem`, as a debugger writes a breakpoint (the kernel
+/// copies the one byte: a thread running the site sees the old or the new
+/// instruction); left at "off", such a site would never count again.
 fn write_sites_back() {
+    // Opened before the lock: nothing allocates under it (the short path
+    // is made a C string on the stack).
+    let mem = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/proc/self/mem")
+        .ok();
     // As in `write_sites`.
     let _pages = CodePages::lock();
     for (kind, at) in our_sites() {
         // SAFETY: as in `write_sites`.
         let now = unsafe { kind.current(at) };
         let want = kind.byte(true);
-        if now.is_some_and(|b| b != want) && protect(at & !(PAGE - 1), true).is_ok() {
+        if now.is_none_or(|b| b == want) {
+            continue;
+        }
+        let page = at & !(PAGE - 1);
+        if protect(page, true).is_ok() {
             // SAFETY: a site's patched byte, writable now.
             unsafe { store_code_byte(at, want) };
-            let _ = protect(at & !(PAGE - 1), false);
+            let _ = protect(page, false);
+        } else if let Some(mem) = &mem {
+            use std::os::unix::fs::FileExt;
+            let _ = mem.write_at(&[want], at as u64);
         }
     }
 }
