@@ -27,7 +27,7 @@
 //! one now completes the generation the panicking one should have, so the
 //! caller waits for one more: after a panic, a caller may wait for the
 //! update in progress at its arrival (abandoned), the replacement, and the
-//! one after — never more, and only around a panic.
+//! one after; each further update that panics while it waits adds one.
 //!
 //! **Not supported**: calling `refresh` on the same `RefreshOnce` from
 //! inside its own `f` (the update waits for itself: a deadlock, as with

@@ -142,3 +142,79 @@ fn parked_head_and_gate_share_one_update() {
         assert_eq!(r.generation(), 2);
     });
 }
+
+/// Silences the panics the models below provoke (loom runs them thousands
+/// of times); any other panic is reported as usual.
+fn quiet_boom() {
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info.payload().downcast_ref::<&str>() != Some(&"boom") {
+            prev(info);
+        }
+    }));
+}
+
+/// An update that panics (caught by its caller) while B waits as the head
+/// (asleep on the state word) and C waits on its gate: the abandon must
+/// wake both, and each must still get a value from an update that started
+/// after it arrived.
+#[test]
+fn panicking_update_wakes_head_and_gate_sleepers() {
+    quiet_boom();
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(1);
+    b.check(|| {
+        let r = Arc::new(RefreshOnce::new([0u64, 0]));
+        let started = Arc::new(AtomicU64::new(0));
+        let ts: Vec<_> = (0..2)
+            .map(|_| {
+                let (r, started) = (r.clone(), started.clone());
+                thread::spawn(move || {
+                    until(|| r.is_refreshing());
+                    caller(&r, &started)
+                })
+            })
+            .collect();
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            r.refresh(|_| {
+                until(|| r.sleepers() == (true, true));
+                panic!("boom")
+            })
+        }));
+        assert!(res.is_err());
+        for t in ts {
+            let v = t.join().unwrap();
+            assert!(v[0] >= 1 && v[0] <= 2, "{v:?}");
+        }
+        assert!(!r.is_refreshing());
+        let g = r.generation() as u64;
+        assert!((1..=2).contains(&g));
+        assert_eq!(r.get(), [g, g]);
+    });
+}
+
+/// A panicking update racing with one other caller (no forced sleeps).
+#[test]
+fn panicking_update_and_a_caller() {
+    quiet_boom();
+    loom::model(|| {
+        let r = Arc::new(RefreshOnce::new([0u64, 0]));
+        let started = Arc::new(AtomicU64::new(0));
+        let t = {
+            let (r, started) = (r.clone(), started.clone());
+            thread::spawn(move || caller(&r, &started))
+        };
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            r.refresh(|_| -> [u64; 2] { panic!("boom") })
+        }));
+        let v = t.join().unwrap();
+        match res {
+            // The panicking call ran its f: the caller got its own update.
+            Err(_) => assert_eq!(v, [1, 1]),
+            // The caller's update served the other call.
+            Ok(w) => assert_eq!(w, v),
+        }
+        assert!(!r.is_refreshing());
+        assert_eq!(r.generation(), 1);
+    });
+}

@@ -90,3 +90,58 @@ fn fresh_16_threads_shares_updates() {
     eprintln!("16 threads: {updates} updates for {calls} calls");
     assert!((updates as usize) < calls);
 }
+
+/// Updates that panic now and then (one in four), under contention: every
+/// call either panics in its own `f` or returns a fresh value; nobody hangs
+/// (a lost wake-up after an abandoned update would), and the generation
+/// counts the updates that completed.
+#[test]
+fn panicking_updates_under_contention() {
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info.payload().downcast_ref::<&str>() != Some(&"boom") {
+            prev(info);
+        }
+    }));
+    let threads = if cfg!(miri) { 3 } else { 8 };
+    let calls = if cfg!(miri) { 20 } else { 4_000 };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let r: Arc<RefreshOnce<Val>> = Arc::new(RefreshOnce::new([0, 0, 0]));
+    let tickets = Arc::new(AtomicU64::new(1));
+    let done = Arc::new(AtomicU64::new(0));
+    for id in 0..threads {
+        let (r, tickets, done, tx) = (r.clone(), tickets.clone(), done.clone(), tx.clone());
+        thread::spawn(move || {
+            for i in 0..calls / threads {
+                let arrival = tickets.load(Ordering::SeqCst);
+                let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    r.refresh(|old| {
+                        let t = tickets.fetch_add(1, Ordering::SeqCst);
+                        if (i + id) % 4 == 0 {
+                            std::hint::spin_loop();
+                            panic!("boom");
+                        }
+                        done.fetch_add(1, Ordering::SeqCst);
+                        [t, t * 3, old[2] + 1]
+                    })
+                }));
+                if let Ok(v) = res {
+                    assert_eq!(v[1], v[0] * 3, "torn value {v:?}");
+                    assert!(
+                        v[0] >= arrival,
+                        "stale: ticket {} < arrival {arrival}",
+                        v[0]
+                    );
+                }
+            }
+            tx.send(()).unwrap();
+        });
+    }
+    for _ in 0..threads {
+        rx.recv_timeout(Duration::from_secs(60))
+            .expect("a caller hung: lost wake-up after a panicking update?");
+    }
+    assert!(!r.is_refreshing());
+    assert_eq!(u64::from(r.generation()), done.load(Ordering::SeqCst));
+    assert_eq!(r.get()[2], done.load(Ordering::SeqCst));
+}

@@ -196,7 +196,9 @@ mod tests {
     fn busted_fails() {
         let r = run::run::<Busted<TortureData>>(BUSTED, &quick(3, 3)).unwrap();
         assert!(!r.passed(), "{r:?}");
-        assert!(r.writes.fail + r.reads.fail > 0 || !r.failures.is_empty());
+        // The threaded checks, not only the probe (busted's tries always
+        // get in, so the probe alone lists failures).
+        assert!(r.writes.fail + r.reads.fail > 0, "{r:?}");
     }
 
     /// A mutex whose first write section sleeps for 3 s: a stall the
