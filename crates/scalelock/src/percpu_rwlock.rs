@@ -1906,9 +1906,29 @@ unsafe impl<P: Platform> RawRwLock for RawPerCpuRwLock<P> {
         s & ID_MASK != 0 && !self.no_fast_readers(s)
     }
 
+    /// Whether a writer holds the lock: the underlying write lock with the
+    /// bias revoked. The underlying write lock alone is not a write: a
+    /// writer (or an upgrade) takes it before it revokes the bias and
+    /// waits for the fast readers inside, and a timed write that gives up
+    /// puts `FAST` back before it releases it. Exact for the calling
+    /// thread's own holds (a thread inside a fast read never sees the lock
+    /// exclusively locked, even while a writer waits for it); a snapshot
+    /// for other threads' holds (a writer that has cleared `FAST` and
+    /// still waits for other threads' fast readers counts as holding it).
     #[inline]
     fn is_locked_exclusive(&self) -> bool {
-        self.inner.is_locked_exclusive()
+        if !self.inner.is_locked_exclusive() {
+            return false;
+        }
+        let s = self.state.load(Ordering::Relaxed);
+        if s & FAST != 0 {
+            return false;
+        }
+        // Our own fast read of the lock (only we write our slot).
+        !self.my_slot().is_some_and(|slot| {
+            let w = slot.word().load(Ordering::Relaxed);
+            w & DEPTH_MASK != 0 && (w ^ s) & ID_MASK == 0
+        })
     }
 }
 

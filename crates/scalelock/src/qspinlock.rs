@@ -1077,6 +1077,13 @@ impl<P: Platform> QSpinCore<P> {
         self.locked.load(Ordering::Relaxed) == LOCKED
     }
 
+    /// Whether the lock is held or reserved for the word waiter (a
+    /// snapshot): `RawMutex::is_locked`.
+    #[inline]
+    pub(crate) fn is_locked_or_reserved(&self) -> bool {
+        self.locked.load(Ordering::Relaxed) != FREE
+    }
+
     /// Whether anybody holds the lock, has it reserved, or waits for it (a
     /// snapshot).
     #[inline]
@@ -1293,10 +1300,12 @@ unsafe impl<P: Platform> RawMutex for RawQSpinLock<P> {
         guard.release(addr);
     }
 
-    /// Whether the lock is held (a reserved lock is not held).
+    /// Whether the lock is held, or reserved for the word waiter (a fair
+    /// unlock or a hand-off has passed it on: no `try_lock` can take it, and
+    /// its next holder is decided).
     #[inline]
     fn is_locked(&self) -> bool {
-        self.core.is_locked()
+        self.core.is_locked_or_reserved()
     }
 }
 

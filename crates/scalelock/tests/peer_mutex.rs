@@ -379,3 +379,46 @@ mutex_suite!(
     qspinlock_spin_platform,
     scalelock::RawQSpinLock<scalelock::platform::SpinPlatform>
 );
+
+/// After a fair unlock to a waiting thread the mutex is that thread's:
+/// `try_lock` fails, and `is_locked` says so (`QSpinLock` reserves it for
+/// its word waiter, which then takes it; `is_locked` said "free" while no
+/// `try_lock` could take it).
+#[test]
+fn fair_unlock_to_a_waiter_leaves_the_mutex_locked() {
+    use std::time::{Duration, Instant};
+    let m = Arc::new(Mutex::<scalelock::RawQSpinLock, u32>::new(0));
+    let mut reserved = 0;
+    for _ in 0..20 {
+        let g = m.lock();
+        let waiter = {
+            let m = m.clone();
+            thread::spawn(move || *m.lock() += 1)
+        };
+        // The waiter is the word waiter (the pending bit) ...
+        let start = Instant::now();
+        // SAFETY: only the diagnostic state is read.
+        while unsafe { m.raw() }.state().1 & 1 == 0 {
+            assert!(start.elapsed() < Duration::from_secs(5), "no waiter");
+            thread::yield_now();
+        }
+        // ... and asleep through its batch.
+        thread::sleep(Duration::from_millis(2));
+        MutexGuard::unlock_fair(g);
+        let taken = m.try_lock().is_some();
+        let locked = m.is_locked();
+        // SAFETY: as above.
+        if unsafe { m.raw() }.state().0 == 2 {
+            reserved += 1;
+        }
+        assert!(
+            taken || locked,
+            "after unlock_fair to a waiter: try_lock failed and is_locked() is false"
+        );
+        waiter.join().unwrap();
+    }
+    assert!(
+        reserved > 0,
+        "never saw the lock reserved: the test tests nothing"
+    );
+}
