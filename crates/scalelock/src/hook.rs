@@ -483,6 +483,22 @@ impl Held {
         let _ = instance;
     }
 
+    /// A `bump` of the lock at address `instance` is about to yield it if
+    /// somebody waits: lockdep checks the re-acquisition now, holding the
+    /// lock (see `lockdep::check_bump`), whether or not a thread waits and
+    /// the bump is made. (Checked only at the re-acquisition, an order
+    /// that deadlocks was reported only when a thread happened to wait, and
+    /// then with the lock released, where the report's panic aborts.)
+    #[inline]
+    pub(crate) fn check_bump(&self, instance: usize) {
+        #[cfg(feature = "lockdep")]
+        if self.flags() & HELD_LOCKDEP != 0 && crate::lockdep::is_enabled() {
+            crate::lockdep::check_bump(self.class(), instance, self.access());
+        }
+        #[cfg(not(feature = "lockdep"))]
+        let _ = instance;
+    }
+
     /// The lock at address `instance` was released (call it right after
     /// the unlock): records the hold time if sampled, runs the long-hold
     /// hook, and pops the lock off lockdep's held stack.

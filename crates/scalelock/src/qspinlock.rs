@@ -1335,6 +1335,9 @@ unsafe impl<P: Platform> RawMutexFair for RawQSpinLock<P> {
     /// parking_lot's `bump` does not see one that has not parked).
     #[inline]
     unsafe fn bump(&self, guard: &mut Held) {
+        // Lockdep checks the re-acquisition before anything is released,
+        // whether or not it is made (see `Held::check_bump`).
+        guard.check_bump(self.addr());
         if !self.core.has_waiter() {
             return;
         }

@@ -57,9 +57,17 @@ impl Visit for Torture<'_> {
     }
 }
 
+/// Writers (and readers) per lock when not given: 4×cores, capped so that
+/// the two together stay within [`MAX_THREADS`] (on a machine of more than
+/// 512 CPUs, 8×cores made the run with no flags fail with "--writers,
+/// --readers: more than 4096 threads", as `thread_list`'s defaults did).
+fn default_role_threads(cores: usize) -> usize {
+    (4 * cores).min(MAX_THREADS / 2)
+}
+
 /// Checks the flags.
 fn params(a: &TortureArgs) -> Result<Params, Usage> {
-    let default = 4 * cores();
+    let default = default_role_threads(cores());
     let (writers, readers) = match a.threads {
         Some(t) => {
             let t = args::check_threads("--threads", t)?;
@@ -176,6 +184,14 @@ pub fn command(a: &TortureArgs) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The defaults on a big machine: 600 CPUs asked for 2 × 2400 threads.
+    #[test]
+    fn default_threads_on_a_big_machine_fit() {
+        let d = default_role_threads(600);
+        assert!(2 * d <= MAX_THREADS, "{d} writers and {d} readers");
+        assert_eq!(default_role_threads(2), 8);
+    }
 
     fn quick(writers: usize, readers: usize) -> Params {
         Params {

@@ -498,10 +498,10 @@ fn write_sites(on: bool) -> Result<(), ()> {
 fn write_sites_back() {
     // Opened before the lock: nothing allocates under it (the short path
     // is made a C string on the stack).
-    let mem = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/proc/self/mem")
-        .ok();
+    // The calling thread's view (`/proc/self` is the main thread's, whose
+    // memory is gone once it exited while other threads run on).
+    let open = |path| std::fs::OpenOptions::new().write(true).open(path).ok();
+    let mem = open("/proc/thread-self/mem").or_else(|| open("/proc/self/mem"));
     // As in `write_sites`.
     let _pages = CodePages::lock();
     for (kind, at) in our_sites() {

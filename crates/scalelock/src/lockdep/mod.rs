@@ -484,6 +484,44 @@ pub(crate) fn upgrading(class: u32, instance: usize, give_up: impl FnOnce()) {
     }
 }
 
+/// A `bump` of the lock at `instance` (its hold of `access`), before it
+/// releases anything: checked as the re-acquisition a bump makes whenever
+/// somebody waits (release, then take again under what the thread holds),
+/// so that the order it takes the lock in is reported whether or not a
+/// thread happens to wait at that moment, and before the lock is given
+/// up. The stack is left as it is.
+pub(crate) fn check_bump(class: u32, instance: usize, access: Access) {
+    let found = with_thread(|t| {
+        let of = |a: Access| {
+            t.held
+                .iter()
+                .rposition(|h| h.is(class, instance) && h.access == a)
+        };
+        // An upgraded hold's entry is a write (as in `release`).
+        let u = match of(access) {
+            None if access == Access::Upgradable => of(Access::Write),
+            found => found,
+        }?;
+        let (id, access) = (t.held[u].class, t.held[u].access);
+        // As `check_thread`, with the bumped entry taken off the stack.
+        if let Some(r) = recursion(t, id, instance, access, Some(u)) {
+            return Some(r);
+        }
+        if t.held
+            .iter()
+            .enumerate()
+            .any(|(i, h)| i != u && h.is(class, instance))
+        {
+            return None;
+        }
+        dependencies(t, id, instance, access, acquire_mode(access))
+    })
+    .flatten();
+    if let Some(r) = found {
+        report(&r);
+    }
+}
+
 /// An upgradable read of the lock at `instance` became a write without
 /// waiting (a try or timed upgrade): the entry counts as a write.
 pub(crate) fn upgraded(class: u32, instance: usize) {

@@ -309,6 +309,9 @@ unsafe impl<P: Platform> RawRwLockFair for RawPerCpuRwLock<P> {
     /// revokes the bias (waiting for fast reads like ours), and an upgrader
     /// holds its queue lock.
     unsafe fn bump_shared(&self, token: &mut PerCpuReadToken) {
+        // Lockdep checks the re-acquisition before anything is released,
+        // whether or not it is made (see `Held::check_bump`).
+        token.held.check_bump(self.addr());
         if self.inner.nobody_waits(false) && !self.inner.is_locked_exclusive() {
             return;
         }
@@ -327,6 +330,9 @@ unsafe impl<P: Platform> RawRwLockFair for RawPerCpuRwLock<P> {
     /// lock). A bump that yields pays a revocation on re-taking the lock if
     /// the bias came back meanwhile.
     unsafe fn bump_exclusive(&self, token: &mut PerCpuWriteToken) {
+        // Lockdep checks the re-acquisition before anything is released,
+        // whether or not it is made (see `Held::check_bump`).
+        token.held.check_bump(self.addr());
         if self.inner.nobody_waits(false) {
             return;
         }
@@ -353,6 +359,9 @@ unsafe impl<P: Platform> RawRwLockUpgradeFair for RawPerCpuRwLock<P> {
 
     /// As `bump_shared`, for the upgradable read: the underlying lock's.
     unsafe fn bump_upgradable(&self, guard: &mut Held) {
+        // Lockdep checks the re-acquisition before anything is released,
+        // whether or not it is made (see `Held::check_bump`).
+        guard.check_bump(self.addr());
         if self.inner.nobody_waits(true) {
             return;
         }

@@ -308,6 +308,9 @@ unsafe impl<P: Platform> RawRwLockFair for RawQRwLock<P> {
     /// Lets a waiting thread have the lock, if any: a fair unlock and a new
     /// read; nothing if nobody waits.
     unsafe fn bump_shared(&self, guard: &mut Held) {
+        // Lockdep checks the re-acquisition before anything is released,
+        // whether or not it is made (see `Held::check_bump`).
+        guard.check_bump(self.addr());
         if self.core.nobody_waits(false) {
             return;
         }
@@ -323,6 +326,9 @@ unsafe impl<P: Platform> RawRwLockFair for RawQRwLock<P> {
 
     /// As `bump_shared`, for the write lock.
     unsafe fn bump_exclusive(&self, guard: &mut Held) {
+        // Lockdep checks the re-acquisition before anything is released,
+        // whether or not it is made (see `Held::check_bump`).
+        guard.check_bump(self.addr());
         if self.core.nobody_waits(false) {
             return;
         }
@@ -349,6 +355,9 @@ unsafe impl<P: Platform> RawRwLockUpgradeFair for RawQRwLock<P> {
 
     /// As `bump_shared`, for the upgradable read.
     unsafe fn bump_upgradable(&self, guard: &mut Held) {
+        // Lockdep checks the re-acquisition before anything is released,
+        // whether or not it is made (see `Held::check_bump`).
+        guard.check_bump(self.addr());
         if self.core.nobody_waits(true) {
             return;
         }
