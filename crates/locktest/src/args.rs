@@ -122,11 +122,11 @@ pub struct TortureArgs {
         value_name = "S"
     )]
     pub duration: f64,
-    /// Writer threads per lock [default: 4×cores].
+    /// Writer threads per lock [default: 4×cores, at most 2048].
     #[arg(long, value_name = "N", conflicts_with = "threads")]
     pub writers: Option<usize>,
     /// Reader threads per lock (read sections; a mutex's are exclusive)
-    /// [default: 4×cores].
+    /// [default: 4×cores, at most 2048].
     #[arg(long, value_name = "N", conflicts_with = "threads")]
     pub readers: Option<usize>,
     /// Threads per lock, half writers (rounded up), half readers.

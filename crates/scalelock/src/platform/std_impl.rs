@@ -234,6 +234,19 @@ fn possible_cpus() -> usize {
                 .map(|m| m + 1)
         });
     let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Without sysfs, `available_parallelism` alone counts CPUs (the
+    // affinity mask's, capped by the cgroup quota), not ids: a process
+    // allowed CPUs 64-127 would get 64. The mask's highest id bounds the
+    // ids it runs on (one more than the ids we can see if it is widened
+    // later: sysfs is the real bound).
+    #[cfg(target_os = "linux")]
+    let parallelism = {
+        use rustix::thread::{CpuSet, sched_getaffinity};
+        let highest = sched_getaffinity(None)
+            .ok()
+            .and_then(|set| (0..CpuSet::MAX_CPU).rev().find(|&c| set.is_set(c)));
+        highest.map_or(parallelism, |c| parallelism.max(c + 1))
+    };
     from_sysfs.unwrap_or(parallelism).max(parallelism)
 }
 
@@ -253,4 +266,74 @@ fn run_ignored_test_in_child(name: &str) {
         stdout.contains("1 passed"),
         "the child ran no test: {stdout}"
     );
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
+
+    /// `cpu_count` bounds `cpu_id` (the trait's contract) on every CPU the
+    /// process may run on: a thread pinned to each in turn reads its id.
+    /// (Where `/sys/devices/system/cpu/possible` cannot be read, e.g. a
+    /// sandbox that masks sysfs, the count fell back to
+    /// `available_parallelism`, which counts the CPUs of the affinity mask
+    /// and the cgroup quota, not their ids: a process allowed CPUs 64-127
+    /// got a count of 64 and ids up to 127.)
+    #[test]
+    fn cpu_id_is_below_cpu_count_on_every_allowed_cpu() {
+        std::thread::spawn(|| {
+            let allowed = sched_getaffinity(None).unwrap();
+            let count = StdPlatform::cpu_count();
+            for cpu in (0..CpuSet::MAX_CPU).filter(|&c| allowed.is_set(c)) {
+                let mut one = CpuSet::new();
+                one.set(cpu);
+                sched_setaffinity(None, &one).unwrap();
+                let id = StdPlatform::cpu_id();
+                assert!(
+                    id < count,
+                    "cpu_id() {id} on CPU {cpu}, cpu_count() {count}"
+                );
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// The same check in a sandbox without `/sys/devices/system/cpu/possible`
+    /// (a private mount namespace masks it with an empty file) and allowed
+    /// only the highest CPU: the count must still bound the id. Needs root
+    /// and `unshare`, `mount`, `taskset`; skipped (passes) without them.
+    #[test]
+    fn cpu_id_is_below_cpu_count_without_sysfs() {
+        let allowed = sched_getaffinity(None).unwrap();
+        let Some(last) = (0..CpuSet::MAX_CPU).rev().find(|&c| allowed.is_set(c)) else {
+            return;
+        };
+        if last == 0 || !rustix::process::geteuid().is_root() {
+            eprintln!("skipped: needs root and a CPU other than 0");
+            return;
+        }
+        let exe = std::env::current_exe().unwrap();
+        let script = format!(
+            "mount --bind /dev/null /sys/devices/system/cpu/possible && exec taskset -c {last} \
+             '{}' --exact platform::std_impl::tests::cpu_id_is_below_cpu_count_on_every_allowed_cpu \
+             --test-threads=1",
+            exe.display()
+        );
+        let Ok(out) = std::process::Command::new("unshare")
+            .args(["-m", "sh", "-c", &script])
+            .output()
+        else {
+            eprintln!("skipped: no unshare");
+            return;
+        };
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !stdout.contains("running 1 test") {
+            eprintln!("skipped: the sandbox did not start: {stderr}");
+            return;
+        }
+        assert!(out.status.success(), "{stdout}{stderr}");
+    }
 }

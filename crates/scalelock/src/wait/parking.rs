@@ -31,8 +31,20 @@
 use crate::platform::Platform;
 use crate::sync::atomic::{AtomicU32, Ordering};
 
-/// Number of parking buckets; a power of two.
-const BUCKETS: usize = 64;
+/// Number of parking buckets; a power of two. Every wake is a `wake_all`
+/// of its bucket, so each sleeper shares the wake-ups of every other
+/// sleeper in its bucket: with thousands of threads asleep at once (a big
+/// host's thread pool on condvars, many contended locks' word waiters),
+/// 64 buckets made one `notify_one` wake about threads/64 of them. 4,096
+/// (512 KiB of zeroed statics, touched only where sleepers hash) keep that
+/// under one extra wake-up up to 4,096 sleepers. (64 under the model
+/// checkers, whose atomics are costly, and without `std`, where a
+/// kernel or an embedded target may not spare the memory.)
+const BUCKETS: usize = if cfg!(any(loom, shuttle)) || !cfg!(feature = "std") {
+    64
+} else {
+    4096
+};
 
 /// One bucket, on a cache-line pair of its own.
 #[repr(C, align(128))]
@@ -63,7 +75,7 @@ crate::sync::model_lazy_static! {
 #[inline]
 fn bucket(addr: usize) -> &'static Bucket {
     // Fibonacci hashing of the address; locks are at least 4-byte aligned.
-    let h = (addr as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58;
+    let h = (addr as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - BUCKETS.trailing_zeros());
     &TABLE[h as usize % BUCKETS]
 }
 
