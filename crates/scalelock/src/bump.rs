@@ -15,9 +15,15 @@
 
 use core::ptr;
 
-/// Yields the lock whose guard state is `guard` to a waiter: moves the
-/// state out, releases it with `unlock_fair`, and re-acquires with `relock`
-/// into `guard` (also while a panic of `unlock_fair` unwinds).
+use crate::hook::Held;
+
+/// A guard's `bump` of the lock at `addr`: lockdep checks the
+/// re-acquisition first (the hold state `held(guard)`, see
+/// `Held::check_bump`), whether or not it is made, so that an order it
+/// would take the lock in is reported with the lock still held; then, if
+/// `waits()`, moves the state out, releases it with `unlock_fair`, and
+/// re-acquires with `relock` into `guard` (also while a panic of
+/// `unlock_fair` unwinds).
 ///
 /// # Safety
 ///
@@ -26,9 +32,16 @@ use core::ptr;
 #[inline]
 pub(crate) unsafe fn bump<G>(
     guard: &mut G,
+    held: impl FnOnce(&G) -> &Held,
+    addr: usize,
+    waits: impl FnOnce() -> bool,
     unlock_fair: impl FnOnce(G),
     relock: impl FnOnce() -> G,
 ) {
+    held(guard).check_bump(addr);
+    if !waits() {
+        return;
+    }
     /// Writes the re-acquired state into the guard when dropped.
     struct Relock<'a, G, F: FnOnce() -> G> {
         guard: &'a mut G,

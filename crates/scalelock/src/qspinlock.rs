@@ -1335,14 +1335,17 @@ unsafe impl<P: Platform> RawMutexFair for RawQSpinLock<P> {
     /// parking_lot's `bump` does not see one that has not parked).
     #[inline]
     unsafe fn bump(&self, guard: &mut Held) {
-        // Lockdep checks the re-acquisition before anything is released,
-        // whether or not it is made (see `Held::check_bump`).
-        guard.check_bump(self.addr());
-        if !self.core.has_waiter() {
-            return;
-        }
         // SAFETY: we hold the lock, whose state is `guard`.
-        unsafe { bump::bump(guard, |held| self.unlock_fair(held), || self.lock()) }
+        unsafe {
+            bump::bump(
+                guard,
+                |h| h,
+                self.addr(),
+                || self.core.has_waiter(),
+                |h| self.unlock_fair(h),
+                || self.lock(),
+            );
+        }
     }
 }
 

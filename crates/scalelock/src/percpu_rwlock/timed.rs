@@ -309,17 +309,14 @@ unsafe impl<P: Platform> RawRwLockFair for RawPerCpuRwLock<P> {
     /// revokes the bias (waiting for fast reads like ours), and an upgrader
     /// holds its queue lock.
     unsafe fn bump_shared(&self, token: &mut PerCpuReadToken) {
-        // Lockdep checks the re-acquisition before anything is released,
-        // whether or not it is made (see `Held::check_bump`).
-        token.held.check_bump(self.addr());
-        if self.inner.nobody_waits(false) && !self.inner.is_locked_exclusive() {
-            return;
-        }
         // SAFETY: we hold a read, whose state is `token`.
         unsafe {
             bump::bump(
                 token,
-                |held| self.unlock_shared_fair(held),
+                |t| &t.held,
+                self.addr(),
+                || !self.inner.nobody_waits(false) || self.inner.is_locked_exclusive(),
+                |t| self.unlock_shared_fair(t),
                 || self.lock_shared(),
             );
         }
@@ -330,17 +327,14 @@ unsafe impl<P: Platform> RawRwLockFair for RawPerCpuRwLock<P> {
     /// lock). A bump that yields pays a revocation on re-taking the lock if
     /// the bias came back meanwhile.
     unsafe fn bump_exclusive(&self, token: &mut PerCpuWriteToken) {
-        // Lockdep checks the re-acquisition before anything is released,
-        // whether or not it is made (see `Held::check_bump`).
-        token.held.check_bump(self.addr());
-        if self.inner.nobody_waits(false) {
-            return;
-        }
         // SAFETY: we hold the write lock, whose state is `token`.
         unsafe {
             bump::bump(
                 token,
-                |held| self.unlock_exclusive_fair(held),
+                |t| &t.held,
+                self.addr(),
+                || !self.inner.nobody_waits(false),
+                |t| self.unlock_exclusive_fair(t),
                 || self.lock_exclusive(),
             );
         }
@@ -359,17 +353,14 @@ unsafe impl<P: Platform> RawRwLockUpgradeFair for RawPerCpuRwLock<P> {
 
     /// As `bump_shared`, for the upgradable read: the underlying lock's.
     unsafe fn bump_upgradable(&self, guard: &mut Held) {
-        // Lockdep checks the re-acquisition before anything is released,
-        // whether or not it is made (see `Held::check_bump`).
-        guard.check_bump(self.addr());
-        if self.inner.nobody_waits(true) {
-            return;
-        }
         // SAFETY: we hold an upgradable read, whose state is `guard`.
         unsafe {
             bump::bump(
                 guard,
-                |held| self.unlock_upgradable_fair(held),
+                |h| h,
+                self.addr(),
+                || !self.inner.nobody_waits(true),
+                |h| self.unlock_upgradable_fair(h),
                 || self.lock_upgradable(),
             );
         }

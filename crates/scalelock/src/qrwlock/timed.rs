@@ -308,17 +308,14 @@ unsafe impl<P: Platform> RawRwLockFair for RawQRwLock<P> {
     /// Lets a waiting thread have the lock, if any: a fair unlock and a new
     /// read; nothing if nobody waits.
     unsafe fn bump_shared(&self, guard: &mut Held) {
-        // Lockdep checks the re-acquisition before anything is released,
-        // whether or not it is made (see `Held::check_bump`).
-        guard.check_bump(self.addr());
-        if self.core.nobody_waits(false) {
-            return;
-        }
         // SAFETY: we hold a read lock, whose state is `guard`.
         unsafe {
             bump::bump(
                 guard,
-                |held| self.unlock_shared_fair(held),
+                |h| h,
+                self.addr(),
+                || !self.core.nobody_waits(false),
+                |h| self.unlock_shared_fair(h),
                 || self.lock_shared(),
             );
         }
@@ -326,17 +323,14 @@ unsafe impl<P: Platform> RawRwLockFair for RawQRwLock<P> {
 
     /// As `bump_shared`, for the write lock.
     unsafe fn bump_exclusive(&self, guard: &mut Held) {
-        // Lockdep checks the re-acquisition before anything is released,
-        // whether or not it is made (see `Held::check_bump`).
-        guard.check_bump(self.addr());
-        if self.core.nobody_waits(false) {
-            return;
-        }
         // SAFETY: we hold the write lock, whose state is `guard`.
         unsafe {
             bump::bump(
                 guard,
-                |held| self.unlock_exclusive_fair(held),
+                |h| h,
+                self.addr(),
+                || !self.core.nobody_waits(false),
+                |h| self.unlock_exclusive_fair(h),
                 || self.lock_exclusive(),
             );
         }
@@ -355,17 +349,14 @@ unsafe impl<P: Platform> RawRwLockUpgradeFair for RawQRwLock<P> {
 
     /// As `bump_shared`, for the upgradable read.
     unsafe fn bump_upgradable(&self, guard: &mut Held) {
-        // Lockdep checks the re-acquisition before anything is released,
-        // whether or not it is made (see `Held::check_bump`).
-        guard.check_bump(self.addr());
-        if self.core.nobody_waits(true) {
-            return;
-        }
         // SAFETY: we hold an upgradable read, whose state is `guard`.
         unsafe {
             bump::bump(
                 guard,
-                |held| self.unlock_upgradable_fair(held),
+                |h| h,
+                self.addr(),
+                || !self.core.nobody_waits(true),
+                |h| self.unlock_upgradable_fair(h),
                 || self.lock_upgradable(),
             );
         }
