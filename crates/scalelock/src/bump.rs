@@ -4,7 +4,10 @@
 //! re-acquisition, made only when somebody waits, as parking_lot's
 //! `bump` does. lock_api's default does both even when nobody waits; for a
 //! QSpinLock that is a release and a re-take, and for a PerCpuRwLock's
-//! write a revocation of the readers' bias each time.
+//! write a revocation of the readers' bias each time. Lockdep checks the
+//! re-acquisition whether or not it is made: an order that deadlocks
+//! when somebody waits is reported when nobody does too, and with the
+//! lock still held.
 //!
 //! The re-acquisition is made when the guard's new state is dropped into
 //! place, after the fair release or while a panic unwinds out of it (a
