@@ -20,9 +20,12 @@
 //!   Once nobody waits, any mutex may be used.
 //! - **The re-lock cannot fail**: `wait` unlocks and re-locks the mutex
 //!   through [`RawQSpinLock`]'s own `unlock` and `lock`, so lock statistics
-//!   count the re-acquisition and lockdep's held stack stays right. If the
-//!   re-lock panics (a lockdep report, which panics by default) the process
-//!   aborts, as lock_api requires of a wait that cannot restore the lock.
+//!   count the re-acquisition and lockdep's held stack stays right.
+//!   Lockdep checks the re-lock's order (the mutex taken again under the
+//!   locks taken after it) before the wait unlocks anything, as a bump's;
+//!   a report then panics with the mutex still held. If the re-lock itself
+//!   panics the process aborts, as lock_api requires of a wait that cannot
+//!   restore the lock.
 //!   If the unlock's long-hold hook panics, the wait ends at once: the
 //!   mutex is re-locked and the panic then comes out of `wait`.
 //!
@@ -306,6 +309,12 @@ impl<P: Platform> RawQCondvar<P> {
         guard: &mut Held,
         deadline_ns: u64,
     ) -> bool {
+        // Lockdep: the re-lock below takes the mutex again under the locks
+        // taken after it; checked now, with the mutex held and nothing
+        // changed (a report that panics leaves the caller's guard valid),
+        // as a bump checks its re-acquisition. At the re-lock a report
+        // came after the mutex was given up, and its panic aborted.
+        guard.check_bump(mutex as *const RawQSpinLock<P> as usize);
         let me = Waiter::new();
         self.enqueue(&me, mutex as *const RawQSpinLock<P> as usize);
 

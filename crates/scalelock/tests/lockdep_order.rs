@@ -340,3 +340,149 @@ fn locks_past_the_held_stack_are_not_checked_or_lost() {
     });
     assert_eq!(outcome, None);
 }
+
+/// Review: a recursive read held between two locks does not make the outer
+/// lock reach the inner one. T1 writes A, reads B recursively, writes C;
+/// T2 writes C then A: T1 holds A and waits for C, T2 holds C and waits
+/// for A, whatever B is. `dependencies` stopped at B (B -(SR)-> C), and
+/// A -(ER)-> B -(SR)-> C is no deadlock path (a read of B does not block
+/// a recursive read of it), so A -> C was never recorded.
+#[test]
+fn a_recursive_read_in_between_still_orders_the_locks_around_it() {
+    static A: LockClass = LockClass::new("between-A");
+    static B: LockClass = LockClass::new("between-B");
+    static C: LockClass = LockClass::new("between-C");
+    static LA: HookRwLock = HookRwLock::new(ClassRef::of(&A));
+    static LB: HookRwLock = HookRwLock::new(ClassRef::of(&B));
+    static LC: HookRwLock = HookRwLock::new(ClassRef::of(&C));
+    assert_eq!(
+        on_thread("t1", || {
+            let _a = LA.write();
+            let _b = LB.read_recursive();
+            let _c = LC.write();
+        }),
+        None
+    );
+    let report = on_thread("t2", || {
+        let _c = LC.write();
+        let _a = LA.write();
+    })
+    .expect("C then A closes A -> C -> A (T1 holds A while it waits for C)");
+    assert!(report.contains("between-A"), "{report}");
+}
+
+/// Review: a lock taken again in a mode that lets it through (a reentrant
+/// read of a PerCpuRwLock it already reads; a read under its own
+/// upgradable read) gets no dependency into it, yet `dependencies` stopped
+/// at it as if the locks below it reached the new lock through it. T1
+/// reads P, locks X, reads P again, locks Y: X -> Y was never recorded,
+/// and T2 locking Y then X (a real deadlock with T1) went unreported.
+#[test]
+fn a_lock_taken_again_in_between_still_orders_the_locks_around_it() {
+    use scalelock::{PerCpuRwLock, QRwLock, QSpinLock, RawPerCpuRwLock, RawQRwLock, RawQSpinLock};
+    static P: LockClass = LockClass::new("again-P");
+    static X: LockClass = LockClass::new("again-X");
+    static Y: LockClass = LockClass::new("again-Y");
+    static LP: PerCpuRwLock<()> =
+        PerCpuRwLock::from_raw(RawPerCpuRwLock::with_class(ClassRef::of(&P)), ());
+    static LX: QSpinLock<()> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&X)), ());
+    static LY: QSpinLock<()> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&Y)), ());
+    assert_eq!(
+        on_thread("t1", || {
+            let _p = LP.read();
+            let _x = LX.lock();
+            let _p2 = LP.read(); // never waits: no dependency into P
+            let _y = LY.lock();
+        }),
+        None
+    );
+    on_thread("t2", || {
+        let _y = LY.lock();
+        let _x = LX.lock();
+    })
+    .expect("Y then X closes X -> Y -> X (T1 holds X while it waits for Y)");
+
+    // The same through a read under the thread's own upgradable read.
+    static Q: LockClass = LockClass::new("again-Q");
+    static Z: LockClass = LockClass::new("again-Z");
+    static W: LockClass = LockClass::new("again-W");
+    static LQ: QRwLock<()> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&Q)), ());
+    static LZ: QSpinLock<()> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&Z)), ());
+    static LW: QSpinLock<()> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&W)), ());
+    assert_eq!(
+        on_thread("t3", || {
+            let _u = LQ.upgradable_read();
+            let _z = LZ.lock();
+            let _r = LQ.read(); // under its upgradable read: never waits
+            let _w = LW.lock();
+        }),
+        None
+    );
+    on_thread("t4", || {
+        let _w = LW.lock();
+        let _z = LZ.lock();
+    })
+    .expect("W then Z closes Z -> W -> Z (T3 holds Z while it waits for W)");
+
+    // And once the upgradable read is given up, the read taken under it
+    // (no dependency into it) is the lock's only entry: the stack alone no
+    // longer tells that it did not record the locks below it.
+    static S: LockClass = LockClass::new("again-S");
+    static V: LockClass = LockClass::new("again-V");
+    static T: LockClass = LockClass::new("again-T");
+    static LS: QRwLock<()> = QRwLock::from_raw(RawQRwLock::with_class(ClassRef::of(&S)), ());
+    static LV: QSpinLock<()> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&V)), ());
+    static LT: QSpinLock<()> = QSpinLock::from_raw(RawQSpinLock::with_class(ClassRef::of(&T)), ());
+    assert_eq!(
+        on_thread("t5", || {
+            let u = LS.upgradable_read();
+            let _v = LV.lock();
+            let _r = LS.read(); // under its upgradable read: never waits
+            drop(u);
+            let _t = LT.lock();
+        }),
+        None
+    );
+    on_thread("t6", || {
+        let _t = LT.lock();
+        let _v = LV.lock();
+    })
+    .expect("T then V closes V -> T -> V (T5 holds V while it waits for T)");
+}
+
+/// Review: a report's recorded chain names the first origin of each edge,
+/// whatever type of it the deadlock path uses. A -> B was first recorded
+/// by T0's read of A and recursive read of B (no deadlock with T2: T2's
+/// read of B does not block T0's recursive read), then by T1 writing A
+/// and B. T2 reading B and writing A deadlocks with T1 only; the report
+/// named T0's dependency.
+#[test]
+fn the_recorded_chain_is_the_one_that_deadlocks() {
+    static A: LockClass = LockClass::new("chain-A");
+    static B: LockClass = LockClass::new("chain-B");
+    static LA: HookRwLock = HookRwLock::new(ClassRef::of(&A));
+    static LB: HookRwLock = HookRwLock::new(ClassRef::of(&B));
+    assert_eq!(
+        on_thread("chain-t0", || {
+            let _a = LA.read();
+            let _b = LB.read_recursive();
+        }),
+        None
+    );
+    assert_eq!(
+        on_thread("chain-t1", || {
+            let _a = LA.write();
+            let _b = LB.write();
+        }),
+        None
+    );
+    let report = on_thread("chain-t2", || {
+        let _b = LB.read();
+        let _a = LA.write();
+    })
+    .expect("B read then A write deadlocks with T1");
+    assert!(
+        report.contains("\"chain-A\" (write) -> \"chain-B\" (write): first on thread 'chain-t1'"),
+        "{report}"
+    );
+}

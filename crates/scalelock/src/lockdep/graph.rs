@@ -116,7 +116,16 @@ pub(crate) struct Origin {
 
 pub(crate) struct Edge {
     pub(crate) types: u16,
-    pub(crate) origin: Origin,
+    /// Where each type bit was first recorded (a report names the
+    /// dependency its deadlock path uses, not another type of the edge).
+    origins: Vec<(u16, Origin)>,
+}
+
+impl Edge {
+    /// Where type bit `t` of this edge was first recorded.
+    pub(crate) fn origin(&self, t: u16) -> Option<&Origin> {
+        self.origins.iter().find(|(b, _)| *b == t).map(|(_, o)| o)
+    }
 }
 
 #[derive(Default)]
@@ -136,17 +145,22 @@ impl Graph {
             .is_some_and(|e| e.types & t != 0)
     }
 
-    /// Records `from -> to` of type `t` (keeping the first origin).
+    /// Records `from -> to` of type `t` (one bit; keeping the first
+    /// origin of each type).
     pub(crate) fn add(&mut self, from: u32, to: u32, t: u16, origin: impl FnOnce() -> Origin) {
         let m = self.edges.entry(from).or_default();
         match m.get_mut(&to) {
-            Some(e) => e.types |= t,
+            Some(e) if e.types & t != 0 => {}
+            Some(e) => {
+                e.types |= t;
+                e.origins.push((t, origin()));
+            }
             None => {
                 m.insert(
                     to,
                     Edge {
                         types: t,
-                        origin: origin(),
+                        origins: std::vec![(t, origin())],
                     },
                 );
             }
@@ -165,21 +179,34 @@ impl Graph {
     /// A path `start -> ... -> target` that, closed by the new edge
     /// `target -> start` of type `closing` (one bit), makes a cycle that
     /// can deadlock (see the module docs); as the list of (from, to) pairs.
+    #[cfg(test)]
     pub(crate) fn deadlock_path(
         &self,
         start: u32,
         target: u32,
         closing: u16,
     ) -> Option<Vec<(u32, u32)>> {
+        let path = self.deadlock_path_typed(start, target, closing)?;
+        Some(path.into_iter().map(|(a, b, _)| (a, b)).collect())
+    }
+
+    /// As `deadlock_path`, each step with the type bit of its edge that
+    /// the path uses.
+    pub(crate) fn deadlock_path_typed(
+        &self,
+        start: u32,
+        target: u32,
+        closing: u16,
+    ) -> Option<Vec<(u32, u32, u16)>> {
         let (closing_held, closing_acq) = modes(closing.trailing_zeros());
         // State: (class, how the edge that entered it acquired it). N is
         // blocked by every hold, so a class entered by N is not visited
         // again; R and P are blocked by different holds, so a class may be
         // visited once by each.
-        let mut parent: HashMap<(u32, u8), (u32, u8)> = HashMap::new();
+        let mut parent: HashMap<(u32, u8), ((u32, u8), u16)> = HashMap::new();
         let mut queue = VecDeque::new();
         let first = (start, closing_acq);
-        parent.insert(first, first);
+        parent.insert(first, (first, 0));
         queue.push_back(first);
         while let Some((node, entered)) = queue.pop_front() {
             if node == target && blocks(closing_held, entered) {
@@ -188,8 +215,8 @@ impl Graph {
                 let mut path = Vec::new();
                 let mut cur = (node, entered);
                 while cur != first {
-                    let prev = parent[&cur];
-                    path.push((prev.0, cur.0));
+                    let (prev, bit) = parent[&cur];
+                    path.push((prev.0, cur.0, bit));
                     cur = prev;
                 }
                 path.reverse();
@@ -202,10 +229,15 @@ impl Graph {
                 // The modes `next` can be entered by, over the types whose
                 // hold of `node` blocks how we entered it.
                 let mut entries = 0u8;
+                // The type bit that enters `next` in each mode.
+                let mut by = [0u16; 3];
                 for b in 0..6 {
                     let (h, a) = modes(b);
                     if e.types & (1 << b) != 0 && blocks(h, entered) {
                         entries |= 1 << a;
+                        if by[a as usize] == 0 {
+                            by[a as usize] = 1 << b;
+                        }
                     }
                 }
                 let wanted = if entries & (1 << N) != 0 {
@@ -220,7 +252,7 @@ impl Graph {
                     {
                         continue;
                     }
-                    parent.insert((next, a), (node, entered));
+                    parent.insert((next, a), ((node, entered), by[a as usize]));
                     queue.push_back((next, a));
                 }
             }

@@ -25,6 +25,13 @@ pub(super) struct HeldLock {
     pub(super) instance: usize,
     pub(super) access: Access,
     pub(super) try_lock: bool,
+    /// Its acquisition recorded the dependencies of the locks below it
+    /// into it, as one that can block: it was not a try-lock, not a
+    /// recursive read (a read hold does not block a recursive read, so no
+    /// deadlock path goes on through it), and not of a lock the thread
+    /// already held (that adds no dependency). Only then do the locks
+    /// below reach a lock taken later through this one.
+    pub(super) linked: bool,
 }
 
 impl HeldLock {
@@ -37,6 +44,7 @@ impl HeldLock {
         instance: 0,
         access: Access::Write,
         try_lock: false,
+        linked: false,
     };
 
     /// Whether this entry is the lock at `instance` of class index `class`.

@@ -367,7 +367,11 @@ fn dependencies(
                 found = r;
             }
         }
-        if !h.try_lock {
+        // The locks below reach us through this one only if its own
+        // acquisition recorded their dependencies into it (see
+        // `HeldLock::linked`; stopping at a recursive read, or at a lock
+        // taken again, lost A -> C of "A, B, C" and of "B, A, B, C").
+        if h.linked {
             break;
         }
     }
@@ -394,26 +398,25 @@ fn add_dependency(
         return None;
     }
     let mut found = None;
-    if let Some(path) = g.deadlock_path(to, from, ty)
+    if let Some(path) = g.deadlock_path_typed(to, from, ty)
         && g.first_report(from, to)
     {
         let existing = path
             .iter()
-            .filter_map(|&(a, b)| {
-                let e = g.edge(a, b)?;
+            .filter_map(|&(a, b, bit)| {
+                let e = g.edge(a, b)?.origin(bit)?;
                 Some(Dependency {
                     from: registry::info(a).name.into(),
-                    from_access: e.origin.from_access,
+                    from_access: e.from_access,
                     to: registry::info(b).name.into(),
-                    to_access: e.origin.to_access,
-                    thread: e.origin.thread.clone(),
+                    to_access: e.to_access,
+                    thread: e.thread.clone(),
                     holding: e
-                        .origin
                         .held
                         .iter()
                         .map(|&c| registry::info(c).name.into())
                         .collect(),
-                    backtrace: e.origin.backtrace.as_ref().map(|b| std::format!("{b}")),
+                    backtrace: e.backtrace.as_ref().map(|b| std::format!("{b}")),
                 })
             })
             .collect();
@@ -542,11 +545,17 @@ pub(crate) fn upgraded(class: u32, instance: usize) {
 /// the lock is not recorded, and `release` must not be called.
 pub(crate) fn push(class: ClassId, instance: usize, access: Access, try_lock: bool) -> bool {
     with_thread(|t| {
+        // As `check_thread` decided (the stack is the one it saw: nothing
+        // is taken between the check and the acquisition).
+        let linked = !try_lock
+            && access != Access::RecursiveRead
+            && !t.held.iter().any(|h| h.is(class.index, instance));
         t.held.push(HeldLock {
             class,
             instance,
             access,
             try_lock,
+            linked,
         })
     })
     .unwrap_or(false)
