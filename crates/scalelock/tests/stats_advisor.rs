@@ -303,3 +303,19 @@ fn the_hold_rules_need_min_sampled_holds() {
     ));
     assert_eq!(a.recommendation, Recommendation::QSpinLock, "{a}");
 }
+
+#[test]
+fn percpu_with_exactly_the_max_write_share_is_not_over_it() {
+    // 5% writes exactly: rule 3 is for writes that *exceed*
+    // PERCPU_MAX_WRITE_SHARE. The write share must be the writes' own
+    // ratio: `1.0 - read_share` reads 0.95 reads as 0.050000000000000044
+    // writes, over the threshold.
+    let mut c = class(LockKind::PerCpuRwLock, 95_000, 5_000, (0, 100), &[40; 100]);
+    c.events.revocations = TimeStats::from_samples(&[16_000; 50]);
+    let a = advice_for(c);
+    assert_ne!(a.recommendation, Recommendation::QRwLock, "{a}");
+    // Just over it: 5.01% writes.
+    let mut c = class(LockKind::PerCpuRwLock, 94_990, 5_010, (0, 100), &[40; 100]);
+    c.events.revocations = TimeStats::from_samples(&[16_000; 50]);
+    assert_eq!(advice_for(c).recommendation, Recommendation::QRwLock);
+}

@@ -152,7 +152,12 @@ impl LiveHistogram {
 
     #[inline]
     pub(crate) fn record(&self, ns: u64) {
-        bump(&self.total, ns);
+        // Saturating, as `TimeStats` sums: a wrapped total reads below the
+        // maximum (a mean of 0 next to a max of centuries).
+        self.total.store(
+            self.total.load(Ordering::Relaxed).saturating_add(ns),
+            Ordering::Relaxed,
+        );
         raise(&self.max, ns);
         bump(&self.buckets[bucket_of(ns)], 1);
     }
@@ -231,5 +236,22 @@ mod tests {
         assert_eq!(s, TimeStats::from_samples(&[0, 1, 100, 100, 1 << 20]));
         h.zero();
         assert_eq!(h.read().count, 0);
+    }
+
+    #[test]
+    fn live_total_saturates_like_the_summary() {
+        // A duration near u64::MAX (a caller's bogus cost through the
+        // public hook API): the live total must not wrap below the max.
+        let h = LiveHistogram::new();
+        h.record(u64::MAX - 1);
+        h.record(2);
+        let s = h.read();
+        assert!(
+            s.total_ns >= s.max_ns,
+            "total {} < max {}",
+            s.total_ns,
+            s.max_ns
+        );
+        assert_eq!(s, TimeStats::from_samples(&[u64::MAX - 1, 2]));
     }
 }
