@@ -268,7 +268,7 @@ fn run_ignored_test_in_child(name: &str) {
     );
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(all(test, target_os = "linux", not(miri)))]
 mod tests {
     use super::*;
     use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
